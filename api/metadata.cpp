@@ -1,0 +1,8 @@
+// Metadata builders: validation, ordered variant lists (reference last), public entry points.
+#include "core/registry.hpp"
+
+namespace dsv4cpu::detail {
+
+void list_metadata_ops(std::vector<OpInfo>&) {}
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every Debian package dsv4cpu needs to build, test, benchmark and generate fixtures.
+# Idempotent; runs as root on a fresh Debian 12 machine.
+set -euo pipefail
+packages=(
+  cmake g++ make ninja-build pkg-config git
+  libhwy-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev
+  python3 python3-numpy
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,116 @@
+#include "check.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace dsv4cpu::detail {
+
+std::string format_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string format_index(const std::vector<int64_t>& idx) {
+  if (idx.empty()) return "";
+  std::string s = "[";
+  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+void fail_value(const char* op, const char* name, const std::string& value,
+                const std::string& problem, const std::string& expected) {
+  fail<ValueError>(op, name, {}, value, problem, expected);
+}
+
+void fail_shape(const char* op, const char* name, const TensorView& v,
+                const std::string& expected) {
+  std::string desc = v.present() ? std::string("dtype ") + dtype_name(v.dtype()) + ", shape " +
+                                       v.shape_string()
+                                 : std::string("missing");
+  std::string strides;
+  if (v.present() && v.rank() > 0) {
+    strides = ", strides [";
+    for (int i = 0; i < v.rank(); ++i) strides += (i ? ", " : "") + std::to_string(v.stride(i));
+    strides += "]";
+  }
+  throw ShapeError(op, name, {}, desc + strides,
+                   std::string(name) + ": " + desc + strides + " (expected " + expected + ")");
+}
+
+static std::string expectation(std::initializer_list<DType> dtypes,
+                               std::initializer_list<int64_t> shape, Layout layout) {
+  std::string s;
+  size_t i = 0;
+  for (DType d : dtypes) s += (i++ ? " or " : "") + std::string(dtype_name(d));
+  s += " [";
+  i = 0;
+  for (int64_t e : shape) s += (i++ ? ", " : "") + (e == kAny ? std::string("*") : std::to_string(e));
+  s += "]";
+  switch (layout) {
+    case Layout::contiguous: s += ", contiguous"; break;
+    case Layout::unit_inner: s += ", unit inner stride"; break;
+    case Layout::rows_contiguous: s += ", contiguous rows, dim-0 stride >= row size"; break;
+  }
+  return s;
+}
+
+void check_array(const char* op, const char* name, const TensorView& v,
+                 std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape,
+                 Layout layout) {
+  auto bad = [&] { fail_shape(op, name, v, expectation(dtypes, shape, layout)); };
+  if (!v.present()) bad();
+  bool dtype_ok = false;
+  for (DType d : dtypes) dtype_ok |= (d == v.dtype());
+  if (!dtype_ok) bad();
+  if (v.rank() != static_cast<int>(shape.size())) bad();
+  int dim = 0;
+  for (int64_t e : shape) {
+    if (e != kAny && v.size(dim) != e) bad();
+    ++dim;
+  }
+  if (v.numel() == 0) return;  // no element is addressed: any strides will do
+  const int r = v.rank();
+  switch (layout) {
+    case Layout::contiguous:
+      if (!v.contiguous()) bad();
+      break;
+    case Layout::unit_inner: {
+      if (r > 0 && v.size(r - 1) > 1 && v.stride(r - 1) != 1) bad();
+      int64_t packed = 1;
+      for (int d = r - 1; d >= 1; --d) {
+        packed *= v.size(d);
+        if (v.size(d - 1) > 1 && v.stride(d - 1) < packed) bad();
+        packed = v.size(d - 1) > 1 ? v.stride(d - 1) : packed;
+      }
+      break;
+    }
+    case Layout::rows_contiguous: {
+      if (r == 0) break;
+      int64_t expect = 1;
+      for (int d = r - 1; d >= 1; --d) {
+        if (v.size(d) > 1 && v.stride(d) != expect) bad();
+        expect *= v.size(d);
+      }
+      if (v.size(0) > 1 && v.stride(0) < expect) bad();
+      break;
+    }
+  }
+}
+
+void check_no_overlap(const char* op, const char* out_name, const TensorView& out,
+                      const char* in_name, const TensorView& in) {
+  if (!out.present() || !in.present() || !out.overlaps(in)) return;
+  throw ShapeError(op, out_name, {}, "overlaps " + std::string(in_name),
+                   std::string(out_name) + ": memory overlaps input " + in_name +
+                       " (expected an output that does not overlap any input)");
+}
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,82 @@
+// Argument checking helpers (bad-input.md): uniform messages, I32/I64 index reads.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/tensor.hpp"
+
+namespace dsv4cpu::detail {
+
+std::string format_float(double v);  // "nan", "inf", "-inf", else shortest round-trip text
+std::string format_index(const std::vector<int64_t>& idx);  // "[3, 7]" or ""
+
+// "<argument><index> = <value>: <problem> (expected <expected>)"
+template <class E>
+[[noreturn]] void fail(const char* op, const std::string& argument, std::vector<int64_t> index,
+                       const std::string& value, const std::string& problem,
+                       const std::string& expected) {
+  std::string msg = argument + format_index(index) + " = " + value + ": " + problem +
+                    " (expected " + expected + ")";
+  throw E(op, argument, std::move(index), value, msg);
+}
+
+// Scalar argument: ValueError "<name> = <value>: <problem> (expected <expected>)".
+[[noreturn]] void fail_value(const char* op, const char* name, const std::string& value,
+                             const std::string& problem, const std::string& expected);
+
+// Whole-array problem: ShapeError "<name>: dtype F32, shape [4, 64] (expected <expected>)",
+// or "<name>: missing (expected ...)" when absent.
+[[noreturn]] void fail_shape(const char* op, const char* name, const TensorView& v,
+                             const std::string& expected);
+
+// An expected-shape entry: an extent, or kAny.
+inline constexpr int64_t kAny = -1;
+
+enum class Layout : uint8_t {
+  contiguous,        // C-contiguous
+  unit_inner,        // innermost stride 1, other strides free but >= the packed row size
+  rows_contiguous,   // innermost stride 1; dim 0 stride >= product of the other extents, the
+                     // rest contiguous (paged caches, block tables, kv/score rows)
+};
+
+// Checks presence, dtype, rank, extents and layout in that order; `dtypes` lists the accepted
+// dtypes. `what` describes the expectation for the message, e.g. "I32 or I64 [8]".
+void check_array(const char* op, const char* name, const TensorView& v,
+                 std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape,
+                 Layout layout);
+// Index arrays (I32 or I64).
+inline void check_index_array(const char* op, const char* name, const TensorView& v,
+                              std::initializer_list<int64_t> shape,
+                              Layout layout = Layout::contiguous) {
+  check_array(op, name, v, {DType::I32, DType::I64}, shape, layout);
+}
+// ShapeError when an output's bytes overlap an input's.
+void check_no_overlap(const char* op, const char* out_name, const TensorView& out,
+                      const char* in_name, const TensorView& in);
+
+// Reads an I32 or I64 view as int64 through its strides (rank <= 2).
+class IndexReader {
+ public:
+  IndexReader() = default;
+  explicit IndexReader(const TensorView& v)
+      : data_(static_cast<const char*>(v.data())),
+        wide_(v.dtype() == DType::I64),
+        s0_(v.rank() > 0 ? v.stride(0) : 0),
+        s1_(v.rank() > 1 ? v.stride(1) : 0) {}
+  int64_t operator()(int64_t i) const noexcept { return load(i * s0_); }
+  int64_t operator()(int64_t i, int64_t j) const noexcept { return load(i * s0_ + j * s1_); }
+
+ private:
+  int64_t load(int64_t e) const noexcept {
+    if (wide_) return reinterpret_cast<const int64_t*>(data_)[e];
+    return reinterpret_cast<const int32_t*>(data_)[e];
+  }
+  const char* data_ = nullptr;
+  bool wide_ = false;
+  int64_t s0_ = 0, s1_ = 0;
+};
+
+}  // namespace dsv4cpu::detail

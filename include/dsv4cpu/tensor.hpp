@@ -1,0 +1,65 @@
+// Non-owning strided tensor views (spec README, "Arrays").
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace dsv4cpu {
+
+enum class DType : uint8_t { F32, BF16, F8_E4M3, U8, I32, I64 };
+
+const char* dtype_name(DType d) noexcept;  // "F32", "BF16", "F8_E4M3", "U8", "I32", "I64"
+size_t dtype_size(DType d) noexcept;
+bool is_index_dtype(DType d) noexcept;  // I32 or I64
+
+inline constexpr int kMaxRank = 4;
+
+// A view of `rank` dimensions with extents and strides counted in elements. A default-constructed
+// view is "absent" (an optional argument that was not given). Construction checks that the rank
+// is in [0, kMaxRank], extents and strides are non-negative and a non-empty view has data;
+// violations throw ShapeError naming the op "TensorView".
+class TensorView {
+ public:
+  TensorView() = default;
+  // C-contiguous view.
+  TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape);
+  TensorView(const void* data, DType dtype, int rank, const int64_t* shape);
+  // Explicit strides (elements).
+  TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape,
+             std::initializer_list<int64_t> strides);
+  TensorView(const void* data, DType dtype, int rank, const int64_t* shape,
+             const int64_t* strides);
+
+  bool present() const noexcept { return present_; }
+  DType dtype() const noexcept { return dtype_; }
+  int rank() const noexcept { return rank_; }
+  int64_t size(int dim) const noexcept { return shape_[static_cast<size_t>(dim)]; }
+  int64_t stride(int dim) const noexcept { return strides_[static_cast<size_t>(dim)]; }
+  int64_t numel() const noexcept;
+  bool empty() const noexcept { return numel() == 0; }
+  bool contiguous() const noexcept;  // C-contiguous (extents of 1 or 0 ignore their stride)
+  void* data() const noexcept { return data_; }
+  template <class T>
+  T* ptr() const noexcept { return static_cast<T*>(data_); }
+  // Byte range [lo, hi) the view can address; empty views address nothing.
+  uintptr_t byte_lo() const noexcept;
+  uintptr_t byte_hi() const noexcept;
+  bool overlaps(const TensorView& other) const noexcept;
+  // Index element read widened to int64 (I32 or I64 views only); `i` is a multi-index.
+  int64_t index_at(std::initializer_list<int64_t> i) const noexcept;
+  // "[4, 64, 512]"
+  std::string shape_string() const;
+
+ private:
+  void init(const void* data, DType dtype, int rank, const int64_t* shape, const int64_t* strides);
+  void* data_ = nullptr;
+  DType dtype_ = DType::U8;
+  int rank_ = 0;
+  bool present_ = false;
+  std::array<int64_t, kMaxRank> shape_{};
+  std::array<int64_t, kMaxRank> strides_{};
+};
+
+}  // namespace dsv4cpu
