@@ -1,11 +1,21 @@
 // Validated argument packs of the compressor ops, shared by every variant (ref and opt).
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/registry.hpp"
 #include "dsv4cpu/compressor.hpp"
 
 namespace dsv4cpu::detail {
+
+struct SavePartialStatesArgs {
+  TensorView kv, score, ape, positions, state_cache, slot_mapping;
+  // Derived by validation (compressor.md §3.2): r = ape.shape[0], SW = ape.shape[1],
+  // state_cache [nb, sbs, 2·SW].
+  int64_t N = 0, SW = 0, r = 0, nb = 0, sbs = 0;
+};
 
 struct MapLocalToGlobalSlotsArgs {
   TensorView local_indices, req_idx, block_table;
@@ -14,5 +24,64 @@ struct MapLocalToGlobalSlotsArgs {
   // Derived by validation.
   int64_t N = 0, K = 0;
 };
+
+struct CompressorWindowSlotsArgs {
+  TensorView positions, token_to_req, block_table;
+  int64_t block_size, compress_ratio;
+  bool overlap;
+  TensorView gather_slots;
+  // Derived by validation: W = (1 + overlap)·r.
+  int64_t N = 0, W = 0;
+};
+
+// compressor.md §6.3 and §7: what one entry of each head holds.
+struct EntryLayout {
+  int hd;           // head dim HD: 512 (main) or 128 (indexer)
+  int nope;         // NoPE dims, HD − 64; the last 64 dims are rotated
+  int quant_dims;   // dims stored as fp8 codes: the NoPE dims (main) or all HD dims (indexer)
+  int block;        // quantisation block: a 64-value NoPE tile (main) or the 128-vector (indexer)
+  int data_bytes;   // per-entry bytes of the page's data region: 576 or 128
+  int scale_bytes;  // per-entry bytes of the scale region: 7 UE8M0 + pad byte, or a raw fp32
+  bool raw_scale;   // the scale is a raw little-endian fp32 (indexer), not UE8M0 bytes (main)
+  int entry_bytes() const { return data_bytes + scale_bytes; }  // 584 or 132
+};
+inline constexpr EntryLayout kMainEntry{512, 448, 448, 64, 576, 8, false};
+inline constexpr EntryLayout kIndexerEntry{128, 64, 128, 128, 128, 4, true};
+
+// compress_norm_rope_store (head 512) and compress_norm_rope_store_indexer (head 128).
+struct CompressNormRopeStoreArgs {
+  const char* op;  // the op's name, for messages
+  EntryLayout layout;
+  TensorView state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight,
+      cos_sin_cache, kv_cache;
+  double rms_norm_eps;
+  int64_t kv_cache_block_size, compress_ratio;
+  ScaleClamp scale_clamp;
+  // Derived by validation. W = gather_slots.shape[1], SW = (W / r)·HD, state_cache
+  // [nb, sbs, 2·SW], cos_sin_cache [R, 64], kv_cache [nblk, ≥ P·entry bytes] with P =
+  // kv_cache_block_size. clamp is the rule in force (always gpu = clamp-amax for the indexer).
+  int64_t N = 0, W = 0, SW = 0, nb = 0, sbs = 0, R = 0, nblk = 0;
+  float eps_f = 0.0f;
+  ScaleClamp clamp = ScaleClamp::cpu;
+};
+
+struct MakeCosSinCacheArgs {
+  int64_t rows;
+  double theta;
+  std::optional<YarnParams> yarn;
+  TensorView out;
+};
+
+// compressor.md §5: the token at position p >= 0 emits iff (p + 1) % r == 0 and its kv slot is
+// valid (written p % r == r - 1, which cannot overflow).
+inline bool emits(int64_t position, int64_t kv_slot, int64_t r) {
+  return position % r == r - 1 && kv_slot >= 0;
+}
+
+// bad-input.md §1.4 (f): NonFiniteError for a computed value of token t, e.g. "token 9 (position
+// 131): pooled channel 12 = inf: intermediate overflow (expected finite; nothing was written)".
+// `quantity` names the value ("pooled channel", "sum of squares"); `channel` is its channel, or -1.
+[[noreturn]] void fail_intermediate(const char* op, int64_t t, int64_t position,
+                                    const char* quantity, int64_t channel, float value);
 
 }  // namespace dsv4cpu::detail

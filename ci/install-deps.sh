@@ -7,6 +7,7 @@ packages=(
   libhwy-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy
+  chromium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 // compressor.md §4.1 and bad-input.md §4 for map_local_to_global_slots.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "dsv4cpu/compressor.hpp"
@@ -47,6 +48,72 @@ TEST(MapLocalToGlobalSlots, NegativeReferencedBlockIsIndexErrorAndWritesNothing)
     EXPECT_EQ(e.index(), (std::vector<int64_t>{1, 3}));
   }
   EXPECT_EQ(slots, std::vector<int64_t>(7, 777));
+}
+
+TEST(MapLocalToGlobalSlots, AnyNegativeLocalGivesMinusOneAndIndexTypesMix) {
+  // Window arithmetic produces locals below -1; every index input may be I32 or I64.
+  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
+    std::vector<int32_t> local = {-7, -1, 3, 4, 0, 9};
+    std::vector<int64_t> req = {1, 1, 0};
+    std::vector<int64_t> bt = {5, 6, 7, 40, 41, 42};  // [2, 3]
+    std::vector<int64_t> slots(6, 12345);
+    map_local_to_global_slots(TensorView(local.data(), DType::I32, {3, 2}),
+                              TensorView(req.data(), DType::I64, {3}),
+                              TensorView(bt.data(), DType::I64, {2, 3}), 4,
+                              TensorView(slots.data(), DType::I64, {3, 2}),
+                              test::with_variant(variant));
+    // row 0 (req 1): -7, -1 -> -1; row 1 (req 1): 3 -> 40·4 + 3, 4 -> 41·4 + 0;
+    // row 2 (req 0): 0 -> 5·4, 9 -> 7·4 + 1.
+    EXPECT_EQ(slots, (std::vector<int64_t>{-1, -1, 163, 164, 20, 29})) << variant;
+  }
+}
+
+// Expects exception class `kind` on every variant with slots untouched; returns the message.
+std::string expect_error(const std::vector<int64_t>& local, int64_t K, const std::vector<int32_t>& req,
+                         const std::vector<int32_t>& bt, int64_t MB, int64_t P, const char* kind) {
+  std::string what;
+  const int64_t N = static_cast<int64_t>(local.size()) / K;
+  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
+    std::vector<int64_t> slots(local.size(), 777);
+    try {
+      map_local_to_global_slots(TensorView(local.data(), DType::I64, {N, K}),
+                                TensorView(req.data(), DType::I32, {static_cast<int64_t>(req.size())}),
+                                TensorView(bt.data(), DType::I32, {static_cast<int64_t>(bt.size()) / MB, MB}),
+                                P, TensorView(slots.data(), DType::I64, {N, K}),
+                                test::with_variant(variant));
+      ADD_FAILURE() << variant << ": no exception, expected " << kind;
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.kind(), kind) << variant << ": " << e.what();
+      what = e.what();
+    }
+    EXPECT_EQ(slots, std::vector<int64_t>(local.size(), 777)) << variant;
+  }
+  return what;
+}
+
+TEST(MapLocalToGlobalSlots, BadInput) {
+  EXPECT_EQ(expect_error({0, 1}, 2, {0}, {3}, 1, 0, "ValueError"),
+            "dsv4cpu::map_local_to_global_slots: block_size = 0: not a positive block size "
+            "(expected block_size >= 1)");
+  expect_error({0, 1}, 2, {0, 0}, {3}, 1, 4, "ShapeError");  // req_idx of another length
+  EXPECT_EQ(expect_error({0, 1, 2, 3}, 2, {0, 2}, {3, 4}, 1, 4, "IndexError"),
+            "dsv4cpu::map_local_to_global_slots: req_idx[1] = 2: request index out of range "
+            "(expected 0 <= req_idx < 2)");
+  EXPECT_EQ(expect_error({0, 11}, 2, {0}, {3, 4}, 2, 4, "IndexError"),
+            "dsv4cpu::map_local_to_global_slots: local_indices[0, 1] = 11: block-table column 2 "
+            "beyond the table (expected local index / block_size < 2)");
+  expect_error({0, 5}, 2, {0}, {2147483647}, 1, int64_t{1} << 33, "IndexError");  // overflow
+  // The output inside an input.
+  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
+    std::vector<int64_t> buf = {0, 1, 2, 3};
+    std::vector<int32_t> req = {0, 0}, bt = {3};
+    EXPECT_THROW(map_local_to_global_slots(TensorView(buf.data(), DType::I64, {2, 2}),
+                                           TensorView(req.data(), DType::I32, {2}),
+                                           TensorView(bt.data(), DType::I32, {1, 1}), 4,
+                                           TensorView(buf.data() + 2, DType::I64, {2, 1}),
+                                           test::with_variant(variant)),
+                 ShapeError);
+  }
 }
 
 TEST(MapLocalToGlobalSlots, ZeroSizeIsNoOp) {

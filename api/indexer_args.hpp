@@ -1,0 +1,101 @@
+// Validated argument packs of the indexer ops, shared by every variant (ref and opt), and the
+// small pieces of the spec that every variant needs (row lengths, the K-cache layout, the
+// computed-value check of fused_indexer_q_rope_quant).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "core/check.hpp"
+#include "core/registry.hpp"
+#include "dsv4cpu/indexer.hpp"
+
+namespace dsv4cpu::detail {
+
+inline constexpr int64_t kIndexerHeadDim = 128;                     // indexer.md §1, D
+inline constexpr int64_t kIndexerEntryBytes = kIndexerHeadDim + 4;  // codes + raw fp32 scale
+
+struct FusedIndexerQRopeQuantArgs {
+  TensorView q, weights, positions, cos_sin_cache;
+  float softmax_scale, head_scale;
+  TensorView q_fp8, weights_out;
+  // Derived by validation.
+  int64_t T = 0, H = 0;
+};
+
+// bad-input.md §1.4 (f) for fused_indexer_q_rope_quant: `weights_out` is the computed [T, H]
+// scratch; throws NonFiniteError for the first non-finite value (token-major). Does nothing when
+// ctx.check_finite is false. Every variant calls it after computing and before writing.
+void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* weights_out,
+                       const RunContext& ctx);
+
+struct Fp8PagedMqaLogitsArgs {
+  TensorView q_fp8, kv_cache, weights, seq_lens, page_table;
+  int64_t block_size, max_seq_len;
+  TensorView logits;
+  int64_t next_n;
+  // Derived by validation: batch entries, heads, and whether seq_lens is [B, next_n].
+  int64_t B = 0, H = 0;
+  bool seq_lens_2d = false;
+};
+
+// indexer.md §8: visible length of logits row (b, j); with next_n = 1 this is seq_lens[b] (§4.1).
+inline int64_t mqa_row_length(const Fp8PagedMqaLogitsArgs& a, const IndexReader& seq_lens,
+                              int64_t b, int64_t j) {
+  if (a.seq_lens_2d) return seq_lens(b, j);
+  return std::max<int64_t>(0, seq_lens(b) - a.next_n + j + 1);
+}
+
+// indexer.md §3: page `page` of the indexer K cache holds, for entry e < P, 128 fp8 codes at
+// byte e·128 and the raw little-endian fp32 scale at byte P·128 + 4e.
+class IndexerKCache {
+ public:
+  IndexerKCache(const TensorView& kv_cache, int64_t block_size)
+      : base_(kv_cache.ptr<const uint8_t>()),
+        page_stride_(kv_cache.rank() == 2 ? kv_cache.stride(0) : 0),
+        P_(block_size) {}
+  const uint8_t* codes(int64_t page, int64_t e) const noexcept {
+    return base_ + page * page_stride_ + e * kIndexerHeadDim;
+  }
+  float scale(int64_t page, int64_t e) const noexcept {
+    float s;
+    std::memcpy(&s, base_ + page * page_stride_ + P_ * kIndexerHeadDim + 4 * e, 4);
+    return s;
+  }
+  int64_t block_size() const noexcept { return P_; }
+
+ private:
+  const uint8_t* base_;
+  int64_t page_stride_, P_;
+};
+
+// topk_transform_512 and topk_transform_1024 (indexer.md §5, §5.7).
+struct TopkTransformArgs {
+  TensorView scores, seq_lens, page_table;
+  int64_t page_size;
+  TopkMode mode;
+  TensorView raw_indices, page_indices;
+  int64_t K;  // selection width: 512, or 1024 (canonical only)
+  // Derived by validation.
+  int64_t B = 0, S = 0;
+  int page_shift = 0;  // log2(page_size) when page_indices is present
+};
+
+struct ShortContextTopkArgs {
+  TensorView positions, topk_indices;
+  int64_t T = 0;
+};
+
+struct IndexerTopkArgs {
+  TensorView q_fp8, weights, query_start_loc, seq_lens, block_table, kv_cache;
+  int64_t block_size;
+  TopkMode mode;
+  TensorView topk_indices;
+  // Derived by validation: tokens, heads, requests, and the branch of indexer.md §7.2.
+  int64_t T = 0, H = 0, R = 0;
+  bool short_context = true;
+};
+
+inline constexpr int64_t kIndexerTopk = 512;  // indexer.md §1, K
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,99 @@
+// Validated argument packs of the metadata builders, shared by every variant (ref and opt).
+// Fields below "Derived by validation" are filled by the op's validate before any kernel runs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "dsv4cpu/metadata.hpp"
+
+namespace dsv4cpu::detail {
+
+struct TokenPositionsArgs {
+  TensorView query_start_loc, seq_lens, positions, token_to_req;
+  // Derived by validation.
+  int64_t R = 0, T = 0;
+};
+
+struct SlotMappingArgs {
+  TensorView positions, token_to_req, block_table;
+  int64_t block_size;
+  TensorView slot_mapping;
+  // Derived by validation: T tokens, `padded` = num_tokens_padded.
+  int64_t T = 0, padded = 0;
+};
+
+struct SplitDecodesAndPrefillsArgs {
+  TensorView query_start_loc;
+  int64_t threshold;
+  DecodePrefillSplit* result;
+  // Derived by validation.
+  int64_t R = 0;
+};
+
+struct CompressedSlotMappingArgs {
+  TensorView query_start_loc, seq_lens, block_table;
+  int64_t compress_ratio, block_size;
+  TensorView token_slot_mapping, slot_mapping;
+  // Derived by validation.
+  int64_t R = 0, T = 0, padded = 0;
+};
+
+struct SwaWindowIndicesArgs {
+  TensorView positions, token_to_req, block_table;
+  int64_t window, block_size;
+  TensorView indices, lens;
+  // Derived by validation.
+  int64_t T = 0;
+};
+
+// §7.1 in both widths: ceil(max_model_len / 128) (c128a_topk_indices) or the compact width.
+struct C128aTopkIndicesArgs {
+  TensorView positions, token_to_req, block_table;
+  int64_t block_size;
+  TensorView indices;
+  // Derived by validation: T tokens, W columns (every token's n_t <= W).
+  int64_t T = 0, W = 0;
+};
+
+struct C128aDecodeMetadataArgs {
+  TensorView positions, token_to_req, block_table;
+  int64_t max_model_len, block_size, num_decode_tokens;
+  TensorView token_slot_mapping, decode_global, decode_lens, prefill_local;
+  // Derived by validation: T tokens, W = the active width (every token's n_t <= W).
+  int64_t T = 0, W = 0;
+};
+
+struct C4aGlobalTopkIndicesArgs {
+  TensorView topk_indices, token_to_req, block_table;
+  int64_t block_size;
+  TensorView token_slot_mapping, indices, lens;
+  // Derived by validation.
+  int64_t T = 0, K = 0;
+};
+
+struct IndexerMetadataArgs {
+  TensorView query_start_loc, seq_lens, block_table;
+  int64_t block_size, next_n;
+  TensorView slot_mapping;
+  IndexerMetadata* result;
+  // Derived by validation.
+  int64_t R = 0, T = 0, padded = 0;
+};
+
+struct SplitIndexerPrefillChunksArgs {
+  TensorView compressed_lens, query_lens;
+  int64_t workspace, max_logits_bytes, request_offset;
+  std::vector<PrefillChunk>* result;
+  // Derived by validation.
+  int64_t count = 0;
+};
+
+struct BuildTileSchedulerArgs {
+  std::string_view layer_kind;
+  std::string* result;
+};
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,136 @@
+// Helpers shared by the benchmark files. Each area has its own bench/bench_<area>.cpp that, at
+// static initialisation, registers one run per (op, variant, shape) through register_op; the
+// variants come from dsv4cpu::registered_ops(), so a new variant needs no benchmark edit.
+//
+// Naming: `<op>/<variant>/<shape>` runs on one thread (Options::num_threads = 1) and is timed in
+// CPU time; `<op>/<variant>/<shape>/threads:2/real_time` (variants other than "ref") runs on two
+// threads and is timed in wall-clock time. Every run reports
+// bytes/s from SetBytesProcessed(bytes read + bytes written per iteration), comparable with the
+// `stream_read/<bytes>` roofline of this machine.
+#pragma once
+#include <benchmark/benchmark.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dsv4cpu/options.hpp"
+
+namespace dsv4cpu::bench {
+
+// One iteration of an op on prepared data, with the given options.
+using Iteration = std::function<void(const Options&)>;
+
+// What a shape prepares: the iteration and the bytes it reads and writes.
+struct Prepared {
+  Iteration run;
+  int64_t bytes = 0;  // read + written per iteration
+  int64_t items = 0;  // optional: work items per iteration (e.g. emitting tokens), 0 = none
+};
+
+// Builds the data of a shape (called once per registered run, outside the timed loop).
+using Prepare = std::function<Prepared()>;
+
+inline std::vector<VariantInfo> available_variants(const std::string& op) {
+  std::vector<VariantInfo> out;
+  for (const OpInfo& info : registered_ops())
+    if (info.name == op)
+      for (const VariantInfo& v : info.variants)
+        if (v.available) out.push_back(v);
+  return out;
+}
+
+// Registers `<op>/<variant>/<shape>` for every available variant of `op`, and the two-thread run
+// of every variant other than "ref".
+inline void register_op(const std::string& op, const std::string& shape, const Prepare& prepare) {
+  for (const VariantInfo& v : available_variants(op)) {
+    for (int threads : {1, 2}) {
+      if (threads == 2 && v.name == "ref") continue;
+      std::string name = op + "/" + v.name + "/" + shape;
+      if (threads == 2) name += "/threads:2";
+      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+        const Prepared p = prepare();
+        Options o;
+        o.variant = v.name;
+        o.num_threads = threads;
+        for (auto _ : state) p.run(o);
+        state.SetBytesProcessed(state.iterations() * p.bytes);
+        if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
+      });
+      if (threads == 2) b->UseRealTime();  // the work of both threads, in wall time
+    }
+  }
+}
+
+// Registers a whole area from a static object: `static const Registrar r([] { ... });`.
+struct Registrar {
+  explicit Registrar(const std::function<void()>& f) { f(); }
+};
+
+// ---- data ----
+
+// Zero-initialised storage, 2 MiB aligned and backed by transparent huge pages when the kernel
+// grants them (as engines allocate their multi-GB caches): the paged caches are read in scattered
+// 2-4 KB segments, which on 4 KB pages would measure TLB walks rather than the kernels.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t n)
+      : n_(n), p_(static_cast<T*>(std::aligned_alloc(kHugePage, round_up(n)))) {
+    madvise(p_.get(), round_up(n), MADV_HUGEPAGE);
+    std::memset(p_.get(), 0, round_up(n));
+  }
+  T* data() const { return p_.get(); }
+  size_t size() const { return n_; }
+  T& operator[](size_t i) const { return p_.get()[i]; }
+
+ private:
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static size_t round_up(size_t n) {
+    return (std::max<size_t>(n, 1) * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
+  }
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  size_t n_ = 0;
+  std::unique_ptr<T, Free> p_;
+};
+
+// Deterministic N(0, sigma) values.
+inline void fill_normal(float* x, size_t n, float sigma, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  for (size_t i = 0; i < n; ++i) x[i] = dist(rng);
+}
+
+// A random permutation of [0, n): physical pages of a paged cache as a real allocator hands
+// them out (not contiguous).
+inline std::vector<int64_t> shuffled_pages(int64_t n, uint64_t seed) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  return v;
+}
+
+// Batch shapes shared by the areas: `decode<B>` (B requests with one token each) and
+// `prefill<T>` (one request of T tokens from position 0).
+struct BatchShape {
+  std::string name;
+  int64_t requests;
+  int64_t tokens_per_request;
+};
+inline const std::vector<BatchShape>& batch_shapes() {
+  static const std::vector<BatchShape> shapes = {
+      {"decode1", 1, 1}, {"decode8", 8, 1}, {"decode64", 64, 1}, {"prefill4096", 1, 4096}};
+  return shapes;
+}
+
+}  // namespace dsv4cpu::bench

@@ -1,0 +1,363 @@
+// Optimized compressor kernels (compressor.md §3, §4.1, §6, §7), written once with Highway and
+// compiled for every target of HWY_TARGETS; the generic drivers at the end (HWY_ONCE) split the
+// work over OpenMP threads and call the per-target code through dynamic dispatch.
+//
+// Bit-exactness with the reference: channels are independent, so vectors run across channels and
+// every per-channel sequence (pooling over w ascending, numerics.md §8.4) keeps the reference's
+// order; the sum of squares keeps 16 explicit fma lanes and the §8.1 tree; every fma is one
+// rounding on every target (optimized/numerics_hwy-inl.h).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "optimized/compressor_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include <cstring>
+
+#include "core/check.hpp"
+#include "optimized/compressor.hpp"
+#include "optimized/numerics_hwy-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+// compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape).
+void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  const IndexReader pos(a.positions), slot(a.slot_mapping);
+  const size_t SW = static_cast<size_t>(a.SW);
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t g = slot(t);
+    if (g < 0) continue;
+    const float* kv = a.kv.ptr<const float>() + t * a.kv.stride(0);
+    const float* score = a.score.ptr<const float>() + t * a.score.stride(0);
+    const float* ape = a.ape.ptr<const float>() + (pos(t) % a.r) * a.SW;
+    float* row = a.state_cache.ptr<float>() + (g / a.sbs) * a.state_cache.stride(0) +
+                 (g % a.sbs) * 2 * a.SW;
+    std::memcpy(row, kv, SW * sizeof(float));
+    for (size_t i = 0; i < SW; i += N)
+      hn::StoreU(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
+  }
+}
+
+// compressor.md §4.1 for rows [n0, n1), with the element types as template arguments and a shift
+// for power-of-two block sizes.
+template <class TL, class TB>
+void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
+  const TL* local = a.local_indices.ptr<const TL>();
+  const TB* bt = a.block_table.ptr<const TB>();
+  const int64_t ls = a.local_indices.stride(0), bs = a.block_table.stride(0), K = a.K;
+  const int64_t P = a.block_size;
+  const IndexReader req(a.req_idx);
+  int64_t* out = a.slots.ptr<int64_t>();
+  if ((P & (P - 1)) == 0) {
+    int shift = 0;
+    while ((int64_t{1} << shift) < P) ++shift;
+    for (int64_t n = n0; n < n1; ++n) {
+      const TB* row = bt + req(n) * bs;
+      const TL* l = local + n * ls;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t v = l[k];
+        out[n * K + k] = v < 0 ? -1 : (static_cast<int64_t>(row[v >> shift]) << shift) | (v & (P - 1));
+      }
+    }
+    return;
+  }
+  for (int64_t n = n0; n < n1; ++n) {
+    const TB* row = bt + req(n) * bs;
+    const TL* l = local + n * ls;
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t v = l[k];
+      out[n * K + k] = v < 0 ? -1 : static_cast<int64_t>(row[v / P]) * P + v % P;
+    }
+  }
+}
+
+void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
+  const bool l64 = a.local_indices.dtype() == DType::I64;
+  const bool b64 = a.block_table.dtype() == DType::I64;
+  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1);
+  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1);
+  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1);
+  MapRowsT<int32_t, int32_t>(a, n0, n1);
+}
+
+// numerics.md §8.4 for channels [d0, d1) over the `valid` window rows kv[j], score[j] (ascending
+// w): c[d] = RN(acc / den). Two loop orders with the same per-channel sequence:
+// - short windows (C4A, 8 rows): blocks of kBlockVectors vectors of channels, rows inner, the
+//   block's max, den and acc in registers;
+// - long windows (C128A, 128 rows): rows outer, each row's contiguous channel range streamed once
+//   per pass (hardware prefetch follows it), max, den and acc in an L1-resident scratch.
+constexpr size_t kBlockVectors = 4;
+constexpr size_t kShortWindow = 16;
+constexpr size_t kLineFloats = 64 / sizeof(float);  // one cache line
+constexpr size_t kRowsAhead = 4;
+
+void PoolShort(const float* const* kv, const float* const* score, size_t valid, size_t d0,
+               size_t d1, float* c) {
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  for (size_t base = d0; base < d1; base += kBlockVectors * N) {
+    VF m[kBlockVectors], den[kBlockVectors], acc[kBlockVectors];
+    for (size_t u = 0; u < kBlockVectors; ++u) m[u] = hn::LoadU(d, score[0] + base + u * N);
+    for (size_t j = 1; j < valid; ++j)
+      for (size_t u = 0; u < kBlockVectors; ++u)
+        m[u] = hn::Max(m[u], hn::LoadU(d, score[j] + base + u * N));
+    // Rows are scattered over pages: move the block after next of every row into L1 early.
+    for (size_t j = 0; j < valid; ++j)
+      for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
+        hwy::Prefetch(score[j] + base + 2 * kBlockVectors * N + off);
+        hwy::Prefetch(kv[j] + base + 2 * kBlockVectors * N + off);
+      }
+    for (size_t u = 0; u < kBlockVectors; ++u) den[u] = acc[u] = hn::Zero(d);
+    for (size_t j = 0; j < valid; ++j) {
+      for (size_t u = 0; u < kBlockVectors; ++u) {
+        const VF e = ExpLib(hn::Sub(hn::LoadU(d, score[j] + base + u * N), m[u]));
+        den[u] = hn::Add(den[u], e);
+        acc[u] = Fma(e, hn::LoadU(d, kv[j] + base + u * N), acc[u]);
+      }
+    }
+    for (size_t u = 0; u < kBlockVectors; ++u)
+      hn::StoreU(hn::Div(acc[u], den[u]), d, c + base + u * N);
+  }
+}
+
+void PoolLong(const float* const* kv, const float* const* score, size_t valid, size_t d0,
+              size_t d1, float* c) {
+  const DF d;
+  const size_t N = hn::Lanes(d), n = d1 - d0;
+  HWY_ALIGN float m[512], den[512], acc[512];
+  for (size_t i = 0; i < n; i += N) {
+    hn::Store(hn::LoadU(d, score[0] + d0 + i), d, m + i);
+    hn::Store(hn::Zero(d), d, den + i);
+    hn::Store(hn::Zero(d), d, acc + i);
+  }
+  // Each row is a new page: request row j + kRowsAhead while row j is processed.
+  for (size_t j = 1; j < valid; ++j) {
+    if (j + kRowsAhead < valid)
+      for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(score[j + kRowsAhead] + d0 + i);
+    for (size_t i = 0; i < n; i += N)
+      hn::Store(hn::Max(hn::Load(d, m + i), hn::LoadU(d, score[j] + d0 + i)), d, m + i);
+  }
+  for (size_t j = 0; j < valid; ++j) {
+    if (j + kRowsAhead < valid)
+      for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(kv[j + kRowsAhead] + d0 + i);
+    for (size_t i = 0; i < n; i += N) {
+      const VF e = ExpLib(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
+      hn::Store(hn::Add(hn::Load(d, den + i), e), d, den + i);
+      hn::Store(Fma(e, hn::LoadU(d, kv[j] + d0 + i), hn::Load(d, acc + i)), d, acc + i);
+    }
+  }
+  for (size_t i = 0; i < n; i += N)
+    hn::StoreU(hn::Div(hn::Load(d, acc + i), hn::Load(d, den + i)), d, c + d0 + i);
+}
+
+// Channels [d0, d1) are multiples of 64 within 512.
+void Pool(const float* const* kv, const float* const* score, size_t valid, size_t d0, size_t d1,
+          float* c) {
+  if (valid <= kShortWindow)
+    PoolShort(kv, score, valid, d0, d1, c);
+  else
+    PoolLong(kv, score, valid, d0, d1, c);
+}
+
+// compressor.md §6.2 steps 2-5 (head 512) or §7 (head 128) for the token at position p, from its
+// pooled vector c. Writes the entry's data-region bytes to `data` and its scale-region bytes to
+// `scale`; returns whether every checked intermediate (c, ss, the RMS value, inv, n, the rotated
+// values and all bf16 roundings) is finite. n and the rotated values need no test of their own:
+// to_bf16 of a non-finite value is non-finite.
+bool Finish(const CompressNormRopeStoreArgs& a, int64_t p, const float* c, uint8_t* data,
+            uint8_t* scale) {
+  const DF d;
+  const DU du;
+  const hn::Rebind<uint8_t, DF> d8;
+  const size_t N = hn::Lanes(d);
+  const EntryLayout& L = a.layout;
+  const size_t HD = static_cast<size_t>(L.hd), nope = static_cast<size_t>(L.nope);
+  bool finite = AllFinite(c, HD);
+
+  // RMSNorm, numerics.md §8.2-§8.3.
+  const float ss = SumSquares16(c, HD);
+  float rms_t = 0.0f;
+  const float inv = rms_inv(ss, L.hd, a.eps_f, &rms_t);
+  finite = finite && std::isfinite(ss) && std::isfinite(rms_t) && std::isfinite(inv);
+  const float* weight = a.rms_norm_weight.ptr<const float>();
+  HWY_ALIGN float n[512];
+  HWY_ALIGN float v[512];  // the bf16-rounded vector: NoPE dims, then the rotated dims
+  const VF vinv = hn::Set(d, inv);
+  for (size_t i = 0; i < HD; i += N) {
+    const VF x = hn::Mul(hn::Mul(hn::Load(d, c + i), vinv), hn::LoadU(d, weight + i));
+    hn::Store(x, d, n + i);
+    if (i < nope) hn::Store(RoundBf16(x), d, v + i);
+  }
+  // RoPE on n[nope..HD) with table row p0 = (p / r)·r, then bf16 (interleaved order kept).
+  const float* cs = a.cos_sin_cache.ptr<const float>() + (p / a.compress_ratio) * a.compress_ratio * 64;
+  RopePairs(cs, cs + 32, n + nope, 32, n + nope);
+  HWY_ALIGN uint32_t rope_bits[64];
+  for (size_t k = 0; k < 64; k += N) {
+    const VU b = Bf16Bits(hn::Load(d, n + nope + k));
+    hn::Store(b, du, rope_bits + k);
+    hn::Store(hn::BitCast(d, b), d, v + nope + k);
+  }
+  finite = finite && AllFinite(v, HD);
+
+  // Quantisation blocks of v[0..quant_dims), numerics.md §4.
+  const size_t block = static_cast<size_t>(L.block);
+  for (size_t q = 0; q < static_cast<size_t>(L.quant_dims) / block; ++q) {
+    const float* x = v + q * block;
+    const int e = scale_exponent(AbsMax(x, block), a.clamp);
+    const VF inv_scale = hn::Set(d, pow2f(-e));
+    for (size_t i = 0; i < block; i += N)
+      hn::StoreU(hn::U8FromU32(E4m3Sat(hn::Mul(hn::Load(d, x + i), inv_scale))), d8,
+                 data + q * block + i);
+    if (L.raw_scale) {
+      const uint32_t bits = f32_bits(pow2f(e));  // §7: raw little-endian fp32 2^e
+      std::memcpy(scale, &bits, 4);
+    } else {
+      scale[q] = static_cast<uint8_t>(e + 127);  // §6.3: UE8M0 byte
+    }
+  }
+  if (!L.raw_scale) {  // §6.3: bf16 RoPE values after the codes, then the pad byte
+    for (size_t k = 0; k < 64; ++k) {
+      const uint16_t h = static_cast<uint16_t>(rope_bits[k] >> 16);
+      std::memcpy(data + L.quant_dims + 2 * k, &h, 2);
+    }
+    scale[L.scale_bytes - 1] = 0x00;
+  }
+  return finite;
+}
+
+}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <vector>
+
+#include "optimized/parallel.hpp"
+#include "reference/compressor.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+HWY_EXPORT(TargetName);
+HWY_EXPORT(SaveRows);
+HWY_EXPORT(MapRows);
+HWY_EXPORT(Pool);
+HWY_EXPORT(Finish);
+
+std::string hwy_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
+                 size_t d1, float* c) {
+  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c);
+}
+
+namespace {
+
+// Threads for `units` of work: exactly ctx.num_threads when given, else OpenMP's default capped so
+// that every thread gets at least `min_units` (small calls stay on the calling thread).
+int threads_for(const RunContext& ctx, int64_t units, int64_t min_units) {
+  if (ctx.num_threads > 0) return ctx.num_threads;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(thread_count(ctx), units / min_units)));
+}
+
+// Splits [0, n) into `parts` contiguous ranges and runs f(begin, end) on each.
+template <class F>
+void parallel_ranges(int64_t n, int threads, const F& f) {
+  const int64_t parts = std::min<int64_t>(threads, n);
+  parallel_for(parts, threads, [&](int64_t i) { f(n * i / parts, n * (i + 1) / parts); });
+}
+
+}  // namespace
+
+void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
+  const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
+  parallel_ranges(a.N, threads_for(ctx, a.N * a.SW, 1 << 15),
+                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1); });
+}
+
+void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx) {
+  const auto rows = HWY_DYNAMIC_DISPATCH(MapRows);
+  parallel_ranges(a.N, threads_for(ctx, a.N * a.K, 1 << 16),
+                  [&](int64_t n0, int64_t n1) { rows(a, n0, n1); });
+}
+
+void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx) {
+  const IndexReader pos(a.positions), kv_slot(a.kv_slot_mapping), gather(a.gather_slots);
+  std::vector<int64_t> emitting;
+  for (int64_t t = 0; t < a.N; ++t)
+    if (emits(pos(t), kv_slot(t), a.compress_ratio)) emitting.push_back(t);
+  const int64_t E = static_cast<int64_t>(emitting.size());
+  if (E == 0) return;
+  const EntryLayout& L = a.layout;
+  const int64_t HD = L.hd, entry_bytes = L.entry_bytes();
+
+  // Pooling work items: (emitting token, channel chunk). With fewer tokens than threads a token's
+  // channels are split into chunks of whole 64-channel blocks (channels are independent).
+  const int threads = threads_for(ctx, E * a.W * HD, 1 << 14);
+  const int64_t blocks = HD / 64;
+  const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
+  std::vector<float> pooled(static_cast<size_t>(E * HD));
+  // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
+  // the state row, score at SW + that offset.
+  auto window_rows = [&](int64_t t, const float** kv, const float** score) {
+    size_t valid = 0;
+    for (int64_t w = 0; w < a.W; ++w) {
+      const int64_t g = gather(t, w);
+      if (g < 0) continue;
+      const float* row = a.state_cache.ptr<const float>() + (g / a.sbs) * a.state_cache.stride(0) +
+                         (g % a.sbs) * 2 * a.SW + (w >= a.compress_ratio ? HD : 0);
+      kv[valid] = row;
+      score[valid] = row + a.SW;
+      ++valid;
+    }
+    return valid;
+  };
+  parallel_for(E * chunks, threads, [&](int64_t item) {
+    const int64_t i = item / chunks, k = item % chunks;
+    const size_t d0 = static_cast<size_t>(blocks * k / chunks * 64);
+    const size_t d1 = static_cast<size_t>(blocks * (k + 1) / chunks * 64);
+    const float* kv[256];
+    const float* score[256];
+    if (a.W <= 16 && i + 1 < E) {
+      // Short windows: the next token's rows (scattered over pages) are fetched into L2 while
+      // this one is pooled (long windows prefetch row by row inside the pooling).
+      const size_t next = window_rows(emitting[static_cast<size_t>(i + 1)], kv, score);
+      for (size_t j = 0; j < next; ++j)
+        for (size_t off = d0; off < d1; off += 64 / sizeof(float)) {
+          __builtin_prefetch(kv[j] + off, 0, 2);
+          __builtin_prefetch(score[j] + off, 0, 2);
+        }
+    }
+    const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
+    pool_window(kv, score, valid, d0, d1, pooled.data() + i * HD);
+  });
+
+  std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
+  std::vector<uint8_t> finite(static_cast<size_t>(E));
+  const auto finish = HWY_DYNAMIC_DISPATCH(Finish);
+  parallel_for(E, std::min<int>(threads, static_cast<int>(E)), [&](int64_t i) {
+    uint8_t* entry = entries.data() + i * entry_bytes;
+    finite[static_cast<size_t>(i)] = finish(a, pos(emitting[static_cast<size_t>(i)]),
+                                            pooled.data() + i * HD, entry, entry + L.data_bytes);
+  });
+  if (ctx.check_finite)
+    for (uint8_t ok : finite)
+      if (!ok) return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error
+
+  // §6.3 / §7: entry j = slot % P of page slot / P; data region, then the scale region.
+  const int64_t P = a.kv_cache_block_size;
+  for (int64_t i = 0; i < E; ++i) {
+    const int64_t slot = kv_slot(emitting[static_cast<size_t>(i)]);
+    uint8_t* page = a.kv_cache.ptr<uint8_t>() + (slot / P) * a.kv_cache.stride(0);
+    const uint8_t* entry = entries.data() + i * entry_bytes;
+    std::memcpy(page + (slot % P) * L.data_bytes, entry, static_cast<size_t>(L.data_bytes));
+    std::memcpy(page + P * L.data_bytes + (slot % P) * L.scale_bytes, entry + L.data_bytes,
+                static_cast<size_t>(L.scale_bytes));
+  }
+}
+
+}  // namespace dsv4cpu::detail::opt
+#endif  // HWY_ONCE

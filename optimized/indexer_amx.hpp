@@ -1,0 +1,90 @@
+// The AMX-BF16 logits kernel (indexer.md §4.3) as ordinary C++ around an abstract tile unit, so
+// that everything but the tile instructions runs and is tested on machines without AMX: a block
+// of keys (bf16 rows, the A operand) times the query row packed once in the VNNI layout (the B
+// operand) gives C = dots[key][head] in fp32 tiles; the epilogue of indexer_bf16.hpp then applies
+// ReLU, the head weights and the key scale.
+//
+// `Tiles` provides, with tile numbers as in amx_tile_config():
+//   zero(c)                      C tile c (0..3) := 0
+//   load_a(base, stride)         tile kTileA := 16 rows of 64 bytes
+//   load_b(base, stride)         tile kTileB := 16 rows of 64 bytes
+//   dot(c)                       TDPBF16PS C[c] += A·B
+//   store(c, base, stride)       16 rows of 64 bytes := C tile c
+// optimized/indexer_amx.cpp implements it with the AMX intrinsics (and converts keys with the
+// AVX-512 form of convert_keys); the tests with a scalar model of TDPBF16PS (and convert_keys).
+#pragma once
+#include <cstdint>
+
+#include "optimized/indexer_bf16.hpp"
+
+namespace dsv4cpu::detail::opt {
+namespace {  // internal linkage: see indexer_bf16.hpp
+
+// The 64-byte operand of LDTILECFG (palette 1).
+struct TileConfig {
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];  // bytes per row of tiles 0..15
+  uint8_t rows[16];
+};
+static_assert(sizeof(TileConfig) == 64, "LDTILECFG operand");
+
+inline constexpr int kTileA = 4, kTileB = 5;  // C tiles are 0..3
+inline constexpr int64_t kTileRows = 16;      // keys per A tile, pairs per B tile
+inline constexpr int64_t kTileBytes = 64;     // 32 bf16, 16 pairs or 16 fp32 per row
+inline constexpr int64_t kKSteps = kDim / 32; // A tiles across the 128 dims
+
+// C[0..3]: 16 keys × 16 heads fp32; A: 16 keys × 32 dims bf16; B: 16 pairs × 16 heads × 2 bf16.
+inline TileConfig amx_tile_config() {
+  TileConfig cfg{};
+  cfg.palette_id = 1;
+  for (int t = 0; t <= kTileB; ++t) {
+    cfg.rows[t] = static_cast<uint8_t>(kTileRows);
+    cfg.colsb[t] = static_cast<uint16_t>(kTileBytes);
+  }
+  return cfg;
+}
+
+// dots[k][c·16 + i] (row stride kHeadChunk floats) for the 16 keys of `keys` (bf16 rows of 128)
+// and heads h0 + c·16 + i, c < groups (1..4), of the packed query q (indexer_bf16.hpp).
+template <class Tiles>
+void amx_dots_chunk(Tiles& t, const uint16_t* keys, const uint16_t* q, int64_t Hp, int64_t h0,
+                    int groups, float* dots) {
+  for (int c = 0; c < groups; ++c) t.zero(c);
+  for (int64_t s = 0; s < kKSteps; ++s) {
+    t.load_a(keys + 32 * s, kDim * 2);
+    for (int c = 0; c < groups; ++c) {
+      // Rows 16s .. 16s + 15 of the packed query, heads h0 + 16c .. h0 + 16c + 15.
+      t.load_b(q + 2 * (16 * s * Hp + h0 + 16 * c), Hp * 4);
+      t.dot(c);
+    }
+  }
+  for (int c = 0; c < groups; ++c) t.store(c, dots + 16 * c, kHeadChunk * 4);
+}
+
+// LogitsKernel::block of the AMX variant (tiles configured by the caller). `convert` is
+// convert_keys or its vector form (same output).
+template <class Tiles, class Convert>
+void amx_block(Tiles& t, const Convert& convert, const PreparedRow& row, const KeyBlock& keys,
+               int64_t n, float* out) {
+  alignas(64) uint16_t kb[kKeyBlock * kDim];
+  alignas(64) float dots[kTileRows * kHeadChunk];
+  alignas(64) float lanes[kKeyBlock][16] = {};
+  bool nan[kKeyBlock];
+  const int64_t rows = (n + kTileRows - 1) / kTileRows * kTileRows;
+  convert(keys, n, rows, kb, nan);
+  const auto* q = static_cast<const uint16_t*>(row.q);
+  for (int64_t k0 = 0; k0 < n; k0 += kTileRows) {
+    const int64_t nk = n - k0 < kTileRows ? n - k0 : kTileRows;
+    for (int64_t h0 = 0; h0 < row.Hp; h0 += kHeadChunk) {
+      const int64_t nh = row.Hp - h0 < kHeadChunk ? row.Hp - h0 : kHeadChunk;
+      amx_dots_chunk(t, kb + k0 * kDim, q, row.Hp, h0, static_cast<int>(nh / 16), dots);
+      epilogue_accumulate(dots, kHeadChunk, nk, h0, nh, row.w, lanes + k0);
+    }
+  }
+  epilogue_finish(lanes, n, keys, nan, row.H, out);
+}
+
+}  // namespace
+}  // namespace dsv4cpu::detail::opt

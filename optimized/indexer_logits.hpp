@@ -1,0 +1,56 @@
+// The optimized logits machinery shared by every variant of fp8_paged_mqa_logits and indexer_topk
+// (indexer.md §4, §7, §8): a variant supplies a LogitsKernel (how one query row is prepared and
+// how a block of keys is scored); the drivers in indexer_driver.cpp do the paging, the threading
+// and the −inf fill. Every logit is computed by one kernel call whose order does not depend on the
+// thread that runs it, so results do not depend on the thread count (numerics.md §11.9).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "api/indexer_args.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+// Keys per kernel call and keys per unit of parallel work.
+inline constexpr int64_t kKeyBlock = 32;
+inline constexpr int64_t kKeyChunk = 512;
+
+// Heads are padded to a multiple of 16 with zero queries and zero weights: a padded head adds
+// fma(0, relu(0), acc) = acc exactly, so padding changes no value.
+inline int64_t padded_heads(int64_t H) { return (H + 15) / 16 * 16; }
+
+// One query row in the kernel's own layout: `q` (LogitsKernel::q_bytes(Hp) bytes) and the Hp
+// padded head weights.
+struct PreparedRow {
+  const void* q;
+  const float* w;
+  int64_t H, Hp;
+};
+
+// Up to kKeyBlock consecutive keys of one row: their fp8 codes (128 each) and raw fp32 scales.
+struct KeyBlock {
+  const uint8_t* codes[kKeyBlock];
+  float scale[kKeyBlock];
+};
+
+struct LogitsKernel {
+  // Bytes of the prepared query of one row with Hp padded heads.
+  size_t (*q_bytes)(int64_t Hp);
+  // q: H·128 fp8 codes, w: H weights -> q_out (q_bytes(Hp) bytes, 64-byte aligned), w_out[Hp].
+  void (*prepare)(const uint8_t* q, const float* w, int64_t H, int64_t Hp, void* q_out,
+                  float* w_out);
+  // out[k] = logit of key k of `keys` for k < n (1 <= n <= kKeyBlock): within the bound of
+  // numerics.md §11.6, NaN exactly when the key has a NaN code and H >= 1.
+  void (*block)(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* out);
+  // Per-thread set-up and tear-down around a run of block calls (AMX tile configuration); may be
+  // nullptr.
+  void (*thread_begin)();
+  void (*thread_end)();
+};
+
+// fp8_paged_mqa_logits with the given kernel.
+void run_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx, const LogitsKernel& k);
+// indexer_topk with the given kernel and the optimized selection (topk.hpp).
+void run_indexer_topk(const IndexerTopkArgs& a, const RunContext& ctx, const LogitsKernel& k);
+
+}  // namespace dsv4cpu::detail::opt

@@ -1,0 +1,192 @@
+// Vector forms of include/dsv4cpu/numerics.hpp for Highway per-target code. Lane by lane, every
+// function returns the bits its scalar counterpart returns, on every target: each fma of the spec
+// is one rounding (native where the target has FMA, lane-wise std::fma elsewhere), and roundings
+// to integers use the 2^23 addition rather than target rounding instructions, whose emulation on
+// EMU128 is not exact.
+// Include after <hwy/highway.h>, inside a file compiled once per target (foreach_target.h).
+
+#if defined(DSV4CPU_OPTIMIZED_NUMERICS_HWY_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef DSV4CPU_OPTIMIZED_NUMERICS_HWY_INL_H_
+#undef DSV4CPU_OPTIMIZED_NUMERICS_HWY_INL_H_
+#else
+#define DSV4CPU_OPTIMIZED_NUMERICS_HWY_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include <hwy/highway.h>
+
+#include "dsv4cpu/numerics.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+using VU = hn::Vec<DU>;
+using MF = hn::Mask<DF>;
+inline constexpr size_t kMaxLanesF = HWY_LANES(float);
+
+// numerics.md §7: fma(a, b, c) = RN(a·b + c), one rounding.
+HWY_INLINE VF Fma(VF a, VF b, VF c) {
+#if HWY_NATIVE_FMA
+  return hn::MulAdd(a, b, c);
+#else
+  const DF d;
+  HWY_ALIGN float la[kMaxLanesF], lb[kMaxLanesF], lc[kMaxLanesF];
+  hn::Store(a, d, la);
+  hn::Store(b, d, lb);
+  hn::Store(c, d, lc);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) la[i] = std::fma(la[i], lb[i], lc[i]);
+  return hn::Load(d, la);
+#endif
+}
+
+HWY_INLINE VF SetBits(uint32_t bits) {
+  const DF d;
+  return hn::BitCast(d, hn::Set(DU(), bits));
+}
+
+// numerics.md §5, exp_lib. k = rint(RN(x·L2E)) is taken from the bits of RN(RN(x·L2E) + 1.5·2^23)
+// (exact ties-to-even rounding for |k| < 2^22), so no lane conversion or rounding instruction is
+// involved. For k in [−126, 127] the spec's RN(RN(u·2^k1)·2^k2) equals RN(u·2^k) with 2^k a normal
+// number (u·2^k1 is exact), so vectors whose lanes all lie there take one multiply; any other lane
+// (subnormal or overflowing results, the special cases, where out-of-range lanes compute harmless
+// garbage before being overwritten) sends the vector through the spec's two-step form.
+HWY_INLINE VF ExpLib(VF x) {
+  using namespace exp_consts;
+  const DF d;
+  const DU du;
+  constexpr uint32_t kMagicBits = 0x4B400000u;  // 1.5·2^23; bits(magic + k) = kMagicBits + k
+  const VF magic = SetBits(kMagicBits);
+  const VF t = hn::Add(hn::Mul(x, SetBits(kL2E)), magic);
+  const VF k = hn::Sub(t, magic);
+  VF r = Fma(k, SetBits(kCHi | 0x80000000u), x);
+  r = Fma(k, SetBits(kCLo | 0x80000000u), r);
+  VF u = Fma(SetBits(kP6), r, SetBits(kP5));
+  u = Fma(u, r, SetBits(kP4));
+  u = Fma(u, r, SetBits(kP3));
+  u = Fma(u, r, SetBits(kP2));
+  u = Fma(u, r, hn::Set(d, 0.5f));
+  u = Fma(hn::Mul(r, r), u, r);
+  u = hn::Add(hn::Set(d, 1.0f), u);
+  const VU kb = hn::BitCast(du, t);
+  const VU k126 = hn::Sub(kb, hn::Set(du, kMagicBits - 126u));  // k + 126, unsigned
+  if (HWY_LIKELY(hn::AllTrue(du, hn::Lt(k126, hn::Set(du, 254u)))))
+    return hn::Mul(u, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k126, hn::Set(du, 1u)))));
+  // kMagicBits is even: kb >> 1 = kMagicBits/2 + floor(k/2).
+  const VU k1 = hn::ShiftRight<1>(kb);
+  const VU k2 = hn::Sub(kb, k1);  // kMagicBits/2 + k − floor(k/2)
+  const VU rebias = hn::Set(du, 127u - (kMagicBits >> 1));
+  const VF p1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k1, rebias)));
+  const VF p2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k2, rebias)));
+  VF y = hn::Mul(hn::Mul(u, p1), p2);
+  // Special cases: x < −104 → +0, x ≥ 0x1.62e430p+6 → +inf, NaN → 0x7FC00000.
+  y = hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -104.0f)), y);
+  y = hn::IfThenElse(hn::Ge(x, SetBits(kOverflowBits)), SetBits(0x7F800000u), y);
+  return hn::IfThenElse(hn::IsNaN(x), SetBits(0x7FC00000u), y);
+}
+
+// numerics.md §2, to_bf16, returned as the fp32 bit pattern of the rounded value (the bf16 in the
+// high 16 bits, low bits zero); NaN → 0x7FC0.
+HWY_INLINE VU Bf16Bits(VF x) {
+  const DU du;
+  const VU b = hn::BitCast(du, x);
+  const VU lsb = hn::And(hn::ShiftRight<16>(b), hn::Set(du, 1u));
+  const VU rounded =
+      hn::And(hn::Add(hn::Add(b, hn::Set(du, 0x7FFFu)), lsb), hn::Set(du, 0xFFFF0000u));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(x)), hn::Set(du, 0x7FC00000u), rounded);
+}
+// round_bf16: to_bf16 widened back to fp32.
+HWY_INLINE VF RoundBf16(VF x) { return hn::BitCast(DF(), Bf16Bits(x)); }
+
+// numerics.md §3.2, e4m3_sat, one code per 32-bit lane. Normals by integer rounding of the fp32
+// pattern (exponent rebias −120, round bit 19, sticky bits 0..18); lanes below 2^−6 by
+// RN(a·2^9 + 2^23) (a·2^9 < 8 is exact, the addition rounds ties to even).
+HWY_INLINE VU E4m3Sat(VF y) {
+  const DF d;
+  const DU du;
+  const VU sign = hn::And(hn::ShiftRight<24>(hn::BitCast(du, y)), hn::Set(du, 0x80u));
+  const VF a = hn::Min(hn::Abs(y), hn::Set(d, 448.0f));
+  const VU ab = hn::BitCast(du, a);
+  const VU lsb = hn::And(hn::ShiftRight<20>(ab), hn::Set(du, 1u));
+  const VU normal = hn::Sub(hn::ShiftRight<20>(hn::Add(hn::Add(ab, hn::Set(du, 0x7FFFFu)), lsb)),
+                            hn::Set(du, 120u << 3));
+  const VF two23 = hn::Set(d, 0x1p23f);
+  const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::Mul(a, hn::Set(d, 0x1p9f)), two23)),
+                         hn::BitCast(du, two23));
+  const VU code = hn::Or(sign, hn::IfThenElse(hn::RebindMask(du, hn::Lt(a, hn::Set(d, 0x1p-6f))),
+                                              sub, normal));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(y)), hn::Or(sign, hn::Set(du, 0x7Fu)), code);
+}
+
+// numerics.md §8.2: SS(x, n), n a multiple of 16, with 16 fma lanes whatever the vector width
+// (16 / Lanes accumulators hold lanes 0..15 in order), reduced by the §8.1 tree.
+HWY_INLINE float SumSquares16(const float* HWY_RESTRICT x, size_t n) {
+  const DF d;
+  constexpr size_t kAcc = 16 / kMaxLanesF > 0 ? 16 / kMaxLanesF : 1;
+  static_assert(kAcc * kMaxLanesF == 16, "16 lanes must be a whole number of vectors");
+  const size_t N = hn::Lanes(d);
+  VF L[kAcc];
+  for (size_t a = 0; a < kAcc; ++a) L[a] = hn::Zero(d);
+  for (size_t k = 0; k < n; k += 16) {
+    for (size_t a = 0; a < kAcc; ++a) {
+      const VF v = hn::LoadU(d, x + k + a * N);
+      L[a] = Fma(v, v, L[a]);
+    }
+  }
+  HWY_ALIGN float lanes[16];
+  for (size_t a = 0; a < kAcc; ++a) hn::Store(L[a], d, lanes + a * N);
+  return reduce16(lanes);
+}
+
+// Largest |x| over n values (n a multiple of Lanes); order-free.
+HWY_INLINE float AbsMax(const float* HWY_RESTRICT x, size_t n) {
+  const DF d;
+  VF m = hn::Zero(d);
+  for (size_t i = 0; i < n; i += hn::Lanes(d)) m = hn::Max(m, hn::Abs(hn::LoadU(d, x + i)));
+  return hn::GetLane(hn::MaxOfLanes(d, m));
+}
+
+// True iff every one of the n values (n a multiple of Lanes) is finite.
+HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
+  const DF d;
+  const DU du;
+  VU m = hn::Zero(du);
+  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  for (size_t i = 0; i < n; i += hn::Lanes(d))
+    m = hn::Max(m, hn::And(hn::BitCast(du, hn::LoadU(d, x + i)), abs_mask));
+  return hn::GetLane(hn::MaxOfLanes(du, m)) < 0x7F800000u;
+}
+
+// numerics.md §8.5 on n interleaved (even, odd) pairs: x[2i], x[2i+1] rotated by (c[i], s[i]).
+// `out` may alias `x`; n a multiple of Lanes / 2.
+HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, const float* x,
+                          size_t n, float* out) {
+#if HWY_TARGET == HWY_SCALAR
+  for (size_t i = 0; i < n; ++i) rope_pair(x[2 * i], x[2 * i + 1], c[i], s[i], &out[2 * i], &out[2 * i + 1]);
+#else
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  HWY_ALIGN float cd[kMaxLanesF], sd[kMaxLanesF];
+  for (size_t i = 0; i < 2 * n; i += N) {
+    for (size_t j = 0; j < N; j += 2) {  // duplicated cos; −sin for even lanes, +sin for odd
+      cd[j] = cd[j + 1] = c[(i + j) / 2];
+      sd[j] = -s[(i + j) / 2];
+      sd[j + 1] = s[(i + j) / 2];
+    }
+    const VF v = hn::LoadU(d, x + i);
+    // even lane: fma(e, c, RN(o·(−s))); odd lane: fma(o, c, RN(e·s)).
+    hn::StoreU(Fma(v, hn::Load(d, cd), hn::Mul(hn::Shuffle2301(v), hn::Load(d, sd))), d, out + i);
+  }
+#endif
+}
+
+}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard (per target)

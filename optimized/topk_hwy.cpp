@@ -1,0 +1,361 @@
+// Highway top-k selection (indexer.md §5), exactly the reference's output for the same scores.
+//
+// canonical (§5.3): a threshold t from a sample of the row (256 evenly spaced runs of 16 scores),
+// then one vector pass that compress-stores the indices of the candidates s >= t, in index
+// order. If the candidate buffer fills, only the top K candidates are kept, t becomes the K-th of
+// them and later elements must be > t (an element equal to it ranks below K kept ones); at the
+// end the top K candidates are kept the same way and sorted by a stable radix sort of their order
+// keys (ties stay in index order). If fewer than K elements reach t, the pass is repeated with a
+// lower t, down to −inf, and NaN indices complete the row.
+//
+// vllm (§5.4): the heap steps verbatim; an element enters only if s > h[0].s, and h[0].s changes
+// only when one enters, so a vector compare against h[0].s skips every block of elements that
+// cannot enter.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "core/check.hpp"
+#include "dsv4cpu/numerics.hpp"
+#include "optimized/indexer.hpp"
+#include "optimized/topk.hpp"
+#include "reference/indexer.hpp"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "optimized/topk_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+
+constexpr int64_t kRuns = 256, kRunLength = 16;  // the sample of a long row
+constexpr int64_t kSurvivorsPerK = 2;            // the sample aims at this many candidates per output
+
+// §5.3 as an unsigned key: larger key ranks first; NaN is 0 (below −inf), −0 and +0 are equal.
+inline uint32_t OrderKey(float x) {
+  if (std::isnan(x)) return 0;
+  const float y = x + 0.0f;  // −0 -> +0
+  uint32_t b;
+  std::memcpy(&b, &y, 4);
+  return (b & 0x80000000u) != 0 ? ~b : (b | 0x80000000u);
+}
+
+// The same for a vector of scores.
+HWY_INLINE hn::Vec<DU> OrderKeys(VF x) {
+  const DU du;
+  const auto b = hn::BitCast(du, hn::Add(x, hn::Zero(DF())));
+  const auto negative = hn::RebindMask(du, hn::Lt(hn::BitCast(DI(), b), hn::Zero(DI())));
+  const auto key = hn::IfThenElse(negative, hn::Not(b), hn::Or(b, hn::Set(du, 0x80000000u)));
+  return hn::IfThenZeroElse(hn::RebindMask(du, hn::IsNaN(x)), key);
+}
+
+// The score of a nonzero order key.
+inline float FromOrderKey(uint32_t k) {
+  const uint32_t b = (k & 0x80000000u) != 0 ? (k & 0x7FFFFFFFu) : ~k;
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+// The candidates of the threshold pass: indices, in index order.
+struct Candidates {
+  int32_t* index;
+  int64_t g, cap;
+};
+
+// Keeps the top min(K, g) candidates (§5.3 order) in index order; their keys go to keys[0 .. K).
+// Returns the key of the K-th (0 if g < K).
+uint32_t KeepTopK(const float* s, Candidates& c, int64_t K, TopkScratch& sc) {
+  sc.keys.resize(static_cast<size_t>(c.g));
+  sc.selection.resize(static_cast<size_t>(c.g));
+  for (int64_t m = 0; m < c.g; ++m)
+    sc.keys[size_t(m)] = sc.selection[size_t(m)] = OrderKey(s[c.index[m]]);
+  if (c.g < K) return 0;
+  std::nth_element(sc.selection.begin(), sc.selection.begin() + (K - 1), sc.selection.end(),
+                   std::greater<uint32_t>());
+  const uint32_t kth = sc.selection[size_t(K - 1)];
+  int64_t above = 0;
+  for (int64_t m = 0; m < c.g; ++m) above += sc.keys[size_t(m)] > kth;
+  int64_t ties = K - above, kept = 0;  // the first `ties` candidates equal to the K-th
+  for (int64_t m = 0; m < c.g; ++m) {
+    const uint32_t key = sc.keys[size_t(m)];
+    if (key > kth || (key == kth && ties-- > 0)) {
+      c.index[kept] = c.index[m];
+      sc.keys[size_t(kept++)] = key;
+    }
+  }
+  c.g = kept;
+  return kth;
+}
+
+// Stable LSD radix sort of (keys, index)[0 .. n) by descending key, 8 bits per pass; passes whose
+// digit is the same for every key are skipped.
+void RadixSortDescending(uint32_t* keys, int32_t* index, int64_t n, TopkScratch& sc) {
+  sc.ranked.resize(static_cast<size_t>(n));  // (key, index) pairs of the other buffer
+  uint32_t count[4][256] = {};
+  for (int64_t m = 0; m < n; ++m)
+    for (int d = 0; d < 4; ++d) ++count[d][(~keys[m] >> (8 * d)) & 0xFFu];
+  uint64_t* other = sc.ranked.data();
+  for (int d = 0; d < 4; ++d) {
+    uint32_t* cnt = count[d];
+    if (*std::max_element(cnt, cnt + 256) == static_cast<uint32_t>(n)) continue;
+    uint32_t sum = 0;
+    for (int b = 0; b < 256; ++b) {
+      const uint32_t c = cnt[b];
+      cnt[b] = sum;
+      sum += c;
+    }
+    for (int64_t m = 0; m < n; ++m)
+      other[cnt[(~keys[m] >> (8 * d)) & 0xFFu]++] =
+          (static_cast<uint64_t>(keys[m]) << 32) | static_cast<uint32_t>(index[m]);
+    for (int64_t m = 0; m < n; ++m) {
+      keys[m] = static_cast<uint32_t>(other[m] >> 32);
+      index[m] = static_cast<int32_t>(other[m] & 0xFFFFFFFFu);
+    }
+  }
+}
+
+// Appends the indices i >= `from` with s[i] >= t (kStrict: s[i] > t) until the buffer cannot take
+// one more vector; returns where it stopped (L when done). NaN never qualifies.
+template <bool kStrict>
+int64_t Scan(const float* s, int64_t from, int64_t L, float t, Candidates& c) {
+  const DF d;
+  const DI di;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const VF tv = hn::Set(d, t);
+  const auto pass = [&](VF x) { return kStrict ? hn::Gt(x, tv) : hn::Ge(x, tv); };
+  const auto take = [&](VF x, int64_t at) {
+    const auto m = pass(x);
+    if (hn::AllFalse(d, m)) return;
+    const auto idx = hn::Add(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(at)));
+    hn::StoreU(hn::Compress(idx, hn::RebindMask(di, m)), di, c.index + c.g);
+    c.g += static_cast<int64_t>(hn::CountTrue(d, m));
+  };
+  int64_t i = from;
+  for (; i + 4 * N <= L; i += 4 * N) {
+    if (c.g + 4 * N > c.cap) return i;
+    const VF x0 = hn::LoadU(d, s + i), x1 = hn::LoadU(d, s + i + N);
+    const VF x2 = hn::LoadU(d, s + i + 2 * N), x3 = hn::LoadU(d, s + i + 3 * N);
+    if (hn::AllFalse(d, hn::Or(hn::Or(pass(x0), pass(x1)), hn::Or(pass(x2), pass(x3))))) continue;
+    take(x0, i);
+    take(x1, i + N);
+    take(x2, i + 2 * N);
+    take(x3, i + 3 * N);
+  }
+  for (; i < L; ++i) {
+    if (c.g == c.cap) return i;
+    if (kStrict ? s[i] > t : s[i] >= t) c.index[c.g++] = static_cast<int32_t>(i);
+  }
+  return L;
+}
+
+// The threshold pass from t: true iff at least K elements qualified (the candidates then hold the
+// top K, possibly with others).
+bool ThresholdPass(const float* s, int64_t L, int64_t K, float t, Candidates& c,
+                   TopkScratch& sc) {
+  c.g = 0;
+  bool strict = false;
+  for (int64_t i = 0;;) {
+    i = strict ? Scan<true>(s, i, L, t, c) : Scan<false>(s, i, L, t, c);
+    if (i == L) break;
+    t = FromOrderKey(KeepTopK(s, c, K, sc));  // the buffer is full: g >= K
+    strict = true;
+  }
+  return c.g >= K;
+}
+
+// The sample's order keys: the whole row if short, else kRuns runs of kRunLength.
+void SampleKeys(const float* s, int64_t L, TopkScratch& sc) {
+  const DF d;
+  const DU du;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  if (L <= kRuns * kRunLength * 2) {
+    sc.sample.resize(static_cast<size_t>(L));
+    for (int64_t i = 0; i < L; ++i) sc.sample[size_t(i)] = OrderKey(s[i]);
+    return;
+  }
+  sc.sample.resize(static_cast<size_t>(kRuns * kRunLength));
+  for (int64_t r = 0; r < kRuns; ++r) {
+    const float* run = s + r * (L / kRuns);
+    for (int64_t j = 0; j < kRunLength; j += N)
+      hn::StoreU(OrderKeys(hn::LoadU(d, run + j)), du, &sc.sample[size_t(r * kRunLength + j)]);
+  }
+}
+
+void CanonicalRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc) {
+  const auto N = static_cast<int64_t>(hn::Lanes(DF()));
+  const int64_t cap = std::max<int64_t>(8 * K, 4096);
+  sc.survivor_index.resize(static_cast<size_t>(cap + N));
+  Candidates c{sc.survivor_index.data(), 0, cap};
+  SampleKeys(s, L, sc);
+  std::vector<uint32_t>& sample = sc.sample;
+  const auto ns = static_cast<int64_t>(sample.size());
+  // The exact K-th key when the sample is the row, else the one expected to leave
+  // kSurvivorsPerK·K candidates.
+  int64_t rank = ns == L ? K - 1 : (kSurvivorsPerK * K * ns + L - 1) / L;
+  const float lowest = -std::numeric_limits<float>::infinity();
+  float t = lowest;
+  for (;;) {
+    t = lowest;
+    if (rank < ns) {
+      std::nth_element(sample.begin(), sample.begin() + rank, sample.end(),
+                       std::greater<uint32_t>());
+      if (sample[size_t(rank)] != 0) t = FromOrderKey(sample[size_t(rank)]);
+    }
+    if (ThresholdPass(s, L, K, t, c, sc) || t == lowest) break;
+    rank = 4 * rank + 1;  // the sample overestimated t
+  }
+  KeepTopK(s, c, K, sc);
+  RadixSortDescending(sc.keys.data(), c.index, c.g, sc);
+  std::copy(c.index, c.index + c.g, out);
+  // Fewer than K non-NaN scores (t = −inf): then the NaNs, by index.
+  for (int64_t i = 0, m = c.g; m < K; ++i)
+    if (std::isnan(s[i])) out[m++] = static_cast<int32_t>(i);
+}
+
+// §5.4 heap, structure of arrays: scores hs, indices hi.
+struct Heap {
+  float* s;
+  int32_t* i;
+};
+
+// below(a, b): a.s > b.s, or a.s == b.s and a.i > b.i (IEEE: false with a NaN).
+inline bool Below(float as, int32_t ai, float bs, int32_t bi) {
+  return as > bs || (as == bs && ai > bi);
+}
+
+void SiftUp(Heap h, int64_t hole, int64_t top, float vs, int32_t vi) {
+  int64_t parent = (hole - 1) / 2;
+  while (hole > top && Below(h.s[parent], h.i[parent], vs, vi)) {
+    h.s[hole] = h.s[parent];
+    h.i[hole] = h.i[parent];
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  h.s[hole] = vs;
+  h.i[hole] = vi;
+}
+
+void SiftDown(Heap h, int64_t hole, int64_t n, float vs, int32_t vi) {
+  const int64_t top = hole;
+  int64_t child = hole;
+  while (child < (n - 1) / 2) {
+    child = 2 * (child + 1);
+    if (Below(h.s[child], h.i[child], h.s[child - 1], h.i[child - 1])) --child;
+    h.s[hole] = h.s[child];
+    h.i[hole] = h.i[child];
+    hole = child;
+  }
+  if (n % 2 == 0 && child == (n - 2) / 2) {
+    child = 2 * (child + 1);
+    h.s[hole] = h.s[child - 1];
+    h.i[hole] = h.i[child - 1];
+    hole = child - 1;
+  }
+  SiftUp(h, hole, top, vs, vi);
+}
+
+void ReplaceTop(Heap h, int64_t len, float xs, int32_t xi) {
+  const float vs = h.s[len - 1];
+  const int32_t vi = h.i[len - 1];
+  h.s[len - 1] = h.s[0];
+  h.i[len - 1] = h.i[0];
+  SiftDown(h, 0, len - 1, vs, vi);
+  h.s[len - 1] = xs;
+  h.i[len - 1] = xi;
+  SiftUp(h, len - 1, 0, xs, xi);
+}
+
+void VllmRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc) {
+  const DF d;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  sc.heap_scores.resize(static_cast<size_t>(K));
+  sc.survivor_index.resize(static_cast<size_t>(K));
+  const Heap h{sc.heap_scores.data(), sc.survivor_index.data()};
+  for (int64_t i = 0; i < K; ++i) {
+    h.s[i] = s[i];
+    h.i[i] = static_cast<int32_t>(i);
+  }
+  for (int64_t p = (K - 2) / 2; p >= 0; --p) SiftDown(h, p, K, h.s[p], h.i[p]);  // MAKE
+  // The spec's entry test s[i] > f.s or (s[i] == f.s and i < f.i); its second clause never
+  // holds because every index in the heap is below i.
+  int64_t i = K;
+  while (i + N <= L) {
+    const auto enter = hn::Gt(hn::LoadU(d, s + i), hn::Set(d, h.s[0]));
+    if (hn::AllFalse(d, enter)) {
+      i += N;
+      continue;
+    }
+    const int64_t j = i + static_cast<int64_t>(hn::FindFirstTrue(d, enter));
+    ReplaceTop(h, K, s[j], static_cast<int32_t>(j));
+    i = j + 1;
+  }
+  for (; i < L; ++i)
+    if (s[i] > h.s[0]) ReplaceTop(h, K, s[i], static_cast<int32_t>(i));
+  std::copy(h.i, h.i + K, out);  // array order
+}
+
+}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "optimized/parallel.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+HWY_EXPORT(CanonicalRow);
+HWY_EXPORT(VllmRow);
+
+void topk_row(const float* scores, int64_t L, int64_t K, TopkMode mode, int32_t* out,
+              TopkScratch& scratch) {
+  if (mode == TopkMode::canonical)
+    HWY_DYNAMIC_DISPATCH(CanonicalRow)(scores, L, K, out, scratch);
+  else
+    HWY_DYNAMIC_DISPATCH(VllmRow)(scores, L, K, out, scratch);
+}
+
+// §5: rows in parallel; §5.2 identity rows; §5.5 page transform.
+void topk_transform_hwy(const TopkTransformArgs& a, const RunContext& ctx) {
+  const IndexReader seq_lens(a.seq_lens);
+  const bool paged = a.page_indices.present();
+  const IndexReader page_table = paged ? IndexReader(a.page_table) : IndexReader();
+  const int k = a.page_shift;
+  const int64_t offset_mask = paged ? a.page_size - 1 : 0;
+  const int nt = thread_count(ctx);
+  std::vector<TopkScratch> scratch(static_cast<size_t>(nt));
+#pragma omp parallel num_threads(nt) if (a.B > 1)
+  {
+    FpEnvGuard env;  // numerics.md §9: subnormal scores compare as themselves
+    TopkScratch& sc = scratch[static_cast<size_t>(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < a.B; ++b) {
+      const int64_t L = seq_lens(b);
+      int32_t* raw = a.raw_indices.ptr<int32_t>() + b * a.raw_indices.stride(0);
+      if (L <= a.K)
+        ref::identity_row(L, a.K, raw);
+      else
+        topk_row(a.scores.ptr<const float>() + b * a.scores.stride(0), L, a.K, a.mode, raw, sc);
+      if (!paged) continue;
+      int32_t* pages = a.page_indices.ptr<int32_t>() + b * a.page_indices.stride(0);
+      for (int64_t i = 0; i < a.K; ++i) {
+        const int64_t r = raw[i];
+        pages[i] = r == -1 ? -1
+                           : static_cast<int32_t>((page_table(b, r >> k) << k) | (r & offset_mask));
+      }
+    }
+  }
+}
+
+}  // namespace dsv4cpu::detail::opt
+#endif  // HWY_ONCE

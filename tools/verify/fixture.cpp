@@ -1,0 +1,216 @@
+#include "tools/verify/fixture.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace dsv4cpu::verify {
+
+namespace {
+
+const std::set<std::string> kRunnerKeys = {"format", "op", "description", "compare",
+                                           "expected_error", "check_finite"};
+
+ArrayRef ref_of(const Tensor& t) { return {t.dtype, t.shape, t.bytes.data()}; }
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+TensorView make_view(const std::string& name, void* data, DType dtype,
+                     const std::vector<int64_t>& shape) {
+  if (shape.size() > static_cast<size_t>(kMaxRank))
+    throw FixtureError("tensor '" + name + "' has rank " + std::to_string(shape.size()) +
+                       " (at most " + std::to_string(kMaxRank) + " supported)");
+  return TensorView(data, dtype, static_cast<int>(shape.size()), shape.data());
+}
+
+const Tensor* Case::tensor(const std::string& name) const {
+  if (name.rfind("expected.", 0) == 0) return nullptr;
+  const auto it = file_.tensors.find(name);
+  return it == file_.tensors.end() ? nullptr : &it->second;
+}
+
+const Tensor* Case::expected(const std::string& name) const {
+  const auto it = file_.tensors.find("expected." + name);
+  return it == file_.tensors.end() ? nullptr : &it->second;
+}
+
+TensorView Case::input(const std::string& name) {
+  const Tensor* t = tensor(name);
+  if (t == nullptr) return TensorView();
+  auto it = inputs_.find(name);
+  if (it == inputs_.end()) it = inputs_.emplace(name, t->bytes).first;
+  return make_view(name, it->second.data(), t->dtype, t->shape);
+}
+
+Case::Buffer& Case::add_buffer(const std::string& name, Kind kind, DType dtype,
+                               const std::vector<int64_t>& shape, Comparator cmp) {
+  for (const Buffer& b : buffers_)
+    if (b.name == name) throw FixtureError("output '" + name + "' requested twice");
+  buffers_.push_back(Buffer{name, kind, dtype, shape, Bytes(), Bytes(), std::move(cmp)});
+  return buffers_.back();
+}
+
+TensorView Case::inout(const std::string& name, Comparator cmp) {
+  const Tensor* t = tensor(name);
+  if (t == nullptr) return TensorView();
+  Buffer& b = add_buffer(name, Kind::inplace, t->dtype, t->shape, std::move(cmp));
+  b.before = t->bytes;
+  b.bytes = t->bytes;
+  return make_view(name, b.bytes.data(), b.dtype, b.shape);
+}
+
+TensorView Case::output(const std::string& name, DType dtype,
+                        const std::vector<int64_t>& fallback, Comparator cmp) {
+  const Tensor* want = expected(name);
+  std::vector<int64_t> shape = want ? want->shape : fallback;
+  for (int64_t& e : shape) e = std::max<int64_t>(e, 0);
+  Buffer& b = add_buffer(name, Kind::output, dtype, shape, std::move(cmp));
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  b.bytes = Bytes(static_cast<size_t>(n) * dtype_size(dtype));
+  std::fill_n(b.bytes.data(), b.bytes.size(), kGarbageByte);
+  b.before = b.bytes;
+  return make_view(name, b.bytes.data(), b.dtype, b.shape);
+}
+
+void Case::result(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                  const void* data, Comparator cmp) {
+  Buffer& b = add_buffer(name, Kind::result, dtype, shape, std::move(cmp));
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  b.bytes = Bytes(data, static_cast<size_t>(n) * dtype_size(dtype));
+}
+
+const std::string* Case::scalar(const std::string& name) {
+  used_.insert(name);
+  const auto it = file_.metadata.find(name);
+  return it == file_.metadata.end() ? nullptr : &it->second;
+}
+
+const std::string* Case::lookup(const std::string& name, bool has_default) {
+  const std::string* s = scalar(name);
+  if (s == nullptr && !has_default)
+    throw FixtureError("missing scalar '" + name + "' in __metadata__");
+  return s;
+}
+
+namespace {
+
+[[noreturn]] void bad_scalar(const std::string& name, const std::string& text, const char* what) {
+  throw FixtureError("scalar " + name + " = '" + text + "' is not " + what);
+}
+
+// strtod / strtof over the whole text.
+template <class T, T (*Parse)(const char*, char**)>
+T parse_real(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  const T v = Parse(text.c_str(), &end);
+  if (text.empty() || *end != '\0') bad_scalar(name, text, "a number");
+  return v;
+}
+
+}  // namespace
+
+bool Case::has(const std::string& name) { return scalar(name) != nullptr; }
+
+std::string Case::text(const std::string& name, std::optional<std::string> def) {
+  const std::string* s = lookup(name, def.has_value());
+  return s ? *s : *def;
+}
+
+int64_t Case::integer(const std::string& name, std::optional<int64_t> def) {
+  const std::string* s = lookup(name, def.has_value());
+  if (s == nullptr) return *def;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s->c_str(), &end, 10);
+  if (s->empty() || *end != '\0' || errno == ERANGE) bad_scalar(name, *s, "a 64-bit integer");
+  return v;
+}
+
+double Case::real(const std::string& name, std::optional<double> def) {
+  const std::string* s = lookup(name, def.has_value());
+  return s ? parse_real<double, std::strtod>(name, *s) : *def;
+}
+
+float Case::real32(const std::string& name, std::optional<float> def) {
+  const std::string* s = lookup(name, def.has_value());
+  return s ? parse_real<float, std::strtof>(name, *s) : *def;
+}
+
+bool Case::boolean(const std::string& name, std::optional<bool> def) {
+  const std::string* s = lookup(name, def.has_value());
+  if (s == nullptr) return *def;
+  if (*s == "1" || *s == "true") return true;
+  if (*s == "0" || *s == "false") return false;
+  bad_scalar(name, *s, "a boolean (0, 1, true, false)");
+}
+
+Verdict Case::check(const Tolerance& tol) const {
+  for (const auto& [name, bytes] : inputs_)
+    if (!(bytes == file_.tensors.at(name).bytes))
+      return {false, "input " + name + " was modified by the op"};
+  std::vector<std::pair<std::string, Verdict>> verdicts;
+  for (const Buffer& b : buffers_) {
+    const Tensor* want = expected(b.name);
+    if (want == nullptr) {
+      if (b.kind == Kind::inplace)
+        return {false, "missing tensor expected." + b.name + " (in-place buffer)"};
+      continue;  // only the expected.* tensors present are compared
+    }
+    const ArrayRef got{b.dtype, b.shape, b.bytes.data()};
+    Verdict v = tol.exact || !b.cmp ? compare_exact(b.name, got, ref_of(*want))
+                                    : b.cmp(b.name, got, ref_of(*want), tol);
+    if (!v.pass) return v;
+    verdicts.emplace_back(b.name, std::move(v));
+  }
+  for (const auto& [key, t] : file_.tensors) {
+    if (key.rfind("expected.", 0) != 0) continue;
+    const std::string name = key.substr(9);
+    const bool produced = std::any_of(buffers_.begin(), buffers_.end(),
+                                      [&](const Buffer& b) { return b.name == name; });
+    if (!produced)
+      return {false, "expected." + name + ": the op produces no '" + name + "' for this input"};
+  }
+  if (verdicts.empty()) return {false, "no expected.* tensor to compare"};
+  const bool same = std::all_of(verdicts.begin(), verdicts.end(), [&](const auto& v) {
+    return v.second.detail == verdicts.front().second.detail;
+  });
+  if (same)
+    return {true, verdicts.front().second.detail +
+                      (verdicts.size() > 1 ? " (" + std::to_string(verdicts.size()) + " outputs)"
+                                           : "")};
+  std::string detail;
+  for (const auto& [name, v] : verdicts)
+    if (v.detail != "exact") detail += (detail.empty() ? "" : "; ") + name + " " + v.detail;
+  return {true, detail};
+}
+
+Verdict Case::check_untouched() const {
+  for (const Buffer& b : buffers_) {
+    if (b.kind == Kind::result || b.bytes == b.before) continue;
+    size_t i = 0;
+    while (b.bytes.data()[i] == b.before.data()[i]) ++i;
+    return {false, b.name + " " + dtype_name(b.dtype) + " " + shape_text(b.shape) +
+                       " was written before the error (first changed byte " + std::to_string(i) +
+                       ")"};
+  }
+  return {true, ""};
+}
+
+std::vector<std::string> Case::unused_metadata() const {
+  std::vector<std::string> out;
+  for (const auto& entry : file_.metadata)
+    if (!kRunnerKeys.count(entry.first) && !used_.count(entry.first)) out.push_back(entry.first);
+  return out;
+}
+
+}  // namespace dsv4cpu::verify

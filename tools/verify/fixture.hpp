@@ -1,0 +1,102 @@
+// One run of one fixture (fixtures.md): inputs by argument name, scalars from __metadata__ with
+// defaults, in-place buffers (<name> + expected.<name>), returned arrays (expected.<name>), and the
+// comparison of every expected.* tensor after the call.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dsv4cpu/tensor.hpp"
+#include "tools/verify/compare.hpp"
+#include "tools/verify/safetensors.hpp"
+
+namespace dsv4cpu::verify {
+
+// A problem of the fixture itself, found by the verifier (not raised by the library).
+class FixtureError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Compares one output (`got`) with its expected.<name> tensor (`want`).
+using Comparator =
+    std::function<Verdict(const std::string& name, const ArrayRef& got, const ArrayRef& want,
+                          const Tolerance& tol)>;
+
+inline constexpr uint8_t kGarbageByte = 0xA5;  // pre-fill of returned arrays
+
+class Case {
+ public:
+  explicit Case(const SafetensorsFile& file) : file_(file) {}
+  Case(const Case&) = delete;
+  Case& operator=(const Case&) = delete;
+
+  // ---- arrays ----
+  // The input tensor `name` (never an expected.* one), or nullptr.
+  const Tensor* tensor(const std::string& name) const;
+  const Tensor* expected(const std::string& name) const;  // expected.<name>, or nullptr
+  // A C-contiguous, aligned copy of input `name`; an absent view when the file lacks it (the
+  // library then reports the missing array).
+  TensorView input(const std::string& name);
+  // In-place buffer: a copy of `name`, written by the op and compared with expected.<name>
+  // (exact unless `cmp` is given). Every byte is checked.
+  TensorView inout(const std::string& name, Comparator cmp = {});
+  // Returned array of `dtype`, shaped like expected.<name> when present, else `fallback`,
+  // pre-filled with kGarbageByte.
+  TensorView output(const std::string& name, DType dtype, const std::vector<int64_t>& fallback,
+                    Comparator cmp = {});
+  // A result the op returns by value, compared like an output.
+  void result(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+              const void* data, Comparator cmp = {});
+
+  // ---- scalars (__metadata__, decimal text); reading a key marks it as used ----
+  bool has(const std::string& name);
+  // Without a default an absent scalar is a FixtureError.
+  std::string text(const std::string& name, std::optional<std::string> def = std::nullopt);
+  int64_t integer(const std::string& name, std::optional<int64_t> def = std::nullopt);
+  double real(const std::string& name, std::optional<double> def = std::nullopt);
+  // An fp32 argument, rounded once from the decimal text.
+  float real32(const std::string& name, std::optional<float> def = std::nullopt);
+  bool boolean(const std::string& name, std::optional<bool> def = std::nullopt);  // 0/1/true/false
+
+  // ---- after the call ----
+  // Compares every expected.* tensor of the file with the op's result (tol.exact forces exact).
+  Verdict check(const Tolerance& tol) const;
+  // expected_error: every buffer the op may write still holds its content from before the call.
+  Verdict check_untouched() const;
+  // Metadata keys that neither the runner nor the op read.
+  std::vector<std::string> unused_metadata() const;
+
+ private:
+  enum class Kind : uint8_t { inplace, output, result };
+  struct Buffer {
+    std::string name;
+    Kind kind;
+    DType dtype;
+    std::vector<int64_t> shape;
+    Bytes before, bytes;  // `before`: the content handed to the op (in-place buffers, outputs)
+    Comparator cmp;
+  };
+  Buffer& add_buffer(const std::string& name, Kind kind, DType dtype,
+                     const std::vector<int64_t>& shape, Comparator cmp);
+  const std::string* scalar(const std::string& name);  // marks the key used; nullptr if absent
+  // The scalar's text; nullptr when absent with a default; FixtureError when absent without one.
+  const std::string* lookup(const std::string& name, bool has_default);
+
+  const SafetensorsFile& file_;
+  std::map<std::string, Bytes> inputs_;
+  std::deque<Buffer> buffers_;  // stable addresses for the views handed to the op
+  std::set<std::string> used_;
+};
+
+// A view of `bytes` with `dtype` and `shape` (rank <= 4, else FixtureError naming `name`).
+TensorView make_view(const std::string& name, void* data, DType dtype,
+                     const std::vector<int64_t>& shape);
+
+}  // namespace dsv4cpu::verify

@@ -1,0 +1,152 @@
+// dsv4cpu-verify: runs dsv4cpu-fixture/1 files (fixtures.md) through the library and compares
+// the results with the recorded ones under each op's contract (numerics.md §11).
+//
+//   dsv4cpu-verify [--impl reference|optimized|all] [--report json|junit FILE]... PATH...
+//   dsv4cpu-verify --list
+//
+// One line per case and variant: op, case, variant, PASS/FAIL, worst difference or reason; the last
+// line is "N passed, N failed". Exit status 0 only when at least one case ran and all passed; a run
+// that finds no fixture, or a PATH that does not exist, fails.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dsv4cpu/options.hpp"
+#include "tools/verify/ops.hpp"
+#include "tools/verify/report.hpp"
+#include "tools/verify/runner.hpp"
+
+namespace fs = std::filesystem;
+using namespace dsv4cpu;
+using namespace dsv4cpu::verify;
+
+namespace {
+
+struct Fixture {
+  std::string path, name;
+};
+
+// Files as given; folders searched recursively for *.safetensors, sorted by relative path.
+bool collect(const std::string& arg, std::vector<Fixture>* out) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(arg, ec);
+  if (fs::is_regular_file(st)) {
+    out->push_back({arg, fs::path(arg).filename().string()});
+    return true;
+  }
+  if (!fs::is_directory(st)) {
+    std::cerr << "dsv4cpu-verify: no such file or folder: " << arg << "\n";
+    return false;
+  }
+  std::vector<Fixture> found;
+  for (fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file() && it->path().extension() == ".safetensors")
+      found.push_back({it->path().string(), it->path().lexically_relative(arg).generic_string()});
+  }
+  if (ec) {
+    std::cerr << "dsv4cpu-verify: cannot read folder " << arg << ": " << ec.message() << "\n";
+    return false;
+  }
+  std::sort(found.begin(), found.end(),
+            [](const Fixture& a, const Fixture& b) { return a.name < b.name; });
+  out->insert(out->end(), found.begin(), found.end());
+  return true;
+}
+
+void print_registry() {
+  const std::vector<OpInfo> ops = registered_ops();
+  for (const OpInfo& op : ops) {
+    std::string line = op.name + ":";
+    for (const VariantInfo& v : op.variants)
+      line += " " + variant_label(v.name, v.target) +
+              (v.available ? " (available)" : " (unavailable)") +
+              (&v == &op.variants.back() ? "" : ",");
+    if (find_op_adapter(op.name) == nullptr) line += "  [no fixture adapter]";
+    std::cout << line << "\n";
+  }
+  for (const OpAdapter& a : op_adapters()) {
+    const bool registered = std::any_of(ops.begin(), ops.end(),
+                                        [&](const OpInfo& op) { return op.name == a.name; });
+    if (!registered) std::cout << a.name << ": [fixture adapter, not in the registry]\n";
+  }
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) std::cerr << "dsv4cpu-verify: cannot write report " << path << "\n";
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Checks dsv4cpu against dsv4cpu-fixture/1 safetensors files.", "dsv4cpu-verify"};
+  std::string impl = "all";
+  std::vector<std::pair<std::string, std::string>> reports;
+  std::vector<std::string> paths;
+  bool list = false;
+  app.add_option("--impl", impl,
+                 "reference: variant \"ref\"; optimized: the preferred variant (the reference "
+                 "when the op has no other); all: every available variant")
+      ->check(CLI::IsMember({"reference", "optimized", "all"}))
+      ->capture_default_str();
+  app.add_option("--report", reports, "write a report: json FILE or junit FILE (repeatable)")
+      ->check(CLI::IsMember({"json", "junit"}).application_index(0))
+      ->allow_extra_args(false)
+      ->type_name("json|junit FILE");
+  app.add_flag("--list", list, "print every registered op and its variants, then exit");
+  app.add_option("PATH", paths, "fixture files, or folders searched recursively for *.safetensors");
+  CLI11_PARSE(app, argc, argv);
+
+  if (list) {
+    print_registry();
+    return 0;
+  }
+  if (paths.empty()) {
+    std::cerr << "dsv4cpu-verify: no PATH given\n" << app.help();
+    return 2;
+  }
+  const ImplMode mode = impl == "reference"   ? ImplMode::reference
+                        : impl == "optimized" ? ImplMode::optimized
+                                              : ImplMode::all;
+  std::vector<Fixture> fixtures;
+  bool paths_ok = true;
+  for (const std::string& p : paths) paths_ok = collect(p, &fixtures) && paths_ok;
+  if (fixtures.empty()) std::cerr << "dsv4cpu-verify: no *.safetensors fixtures found\n";
+
+  size_t width = 0;
+  for (const OpAdapter& a : op_adapters()) width = std::max(width, std::string(a.name).size());
+  std::vector<CaseResult> results;
+  size_t passed = 0;
+  for (const Fixture& f : fixtures) {
+    const FileResult fr = run_fixture_file(f.path, f.name, mode);
+    for (const std::string& w : fr.warnings)
+      std::cerr << "warning: " << f.name << ": " << w << "\n";
+    for (const CaseResult& r : fr.cases) {
+      std::string op = r.op;
+      op.resize(std::max(width, op.size()), ' ');
+      std::cout << op << "  " << r.name << "  " << r.variant << "  "
+                << (r.pass ? "PASS" : "FAIL") << "  " << r.detail << std::endl;
+      passed += r.pass ? 1 : 0;
+      results.push_back(r);
+    }
+  }
+  const size_t failed = results.size() - passed;
+  std::cout << passed << " passed, " << failed << " failed" << std::endl;
+
+  bool reports_ok = true;
+  for (const auto& [kind, file] : reports)
+    reports_ok = write_file(file, kind == "json" ? json_report(results) : junit_report(results)) &&
+                 reports_ok;
+  return failed == 0 && passed > 0 && paths_ok && reports_ok ? 0 : 1;
+}

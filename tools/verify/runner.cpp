@@ -1,0 +1,176 @@
+#include "tools/verify/runner.hpp"
+
+#include <stdexcept>
+
+#include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/options.hpp"
+#include "tools/verify/fixture.hpp"
+#include "tools/verify/ops.hpp"
+#include "tools/verify/safetensors.hpp"
+
+namespace dsv4cpu::verify {
+
+namespace {
+
+constexpr const char* kFormat = "dsv4cpu-fixture/1";
+
+// One call of the op: how to select the variant, and its label.
+struct Planned {
+  Impl impl = Impl::best;
+  std::string variant;  // explicit registry name, or empty
+  std::string label;
+};
+
+std::vector<Planned> plan(const std::string& op, ImplMode mode) {
+  const std::vector<OpInfo> ops = registered_ops();
+  const OpInfo* info = nullptr;
+  for (const OpInfo& i : ops)
+    if (i.name == op) info = &i;
+  const Impl impl = mode == ImplMode::reference ? Impl::reference : Impl::optimized;
+  if (info == nullptr || info->variants.empty()) return {{impl, "", "(unregistered)"}};
+  if (mode == ImplMode::all) {
+    std::vector<Planned> out;
+    for (const VariantInfo& v : info->variants)
+      if (v.available) out.push_back({Impl::best, v.name, variant_label(v.name, v.target)});
+    return out;
+  }
+  Options o;
+  o.impl = impl;
+  const std::string chosen = selected_variant(op, o);
+  for (const VariantInfo& v : info->variants) {
+    if (v.name != chosen) continue;
+    std::string label = variant_label(v.name, v.target);
+    if (mode == ImplMode::optimized && v.name == info->variants.back().name)
+      label += info->variants.size() == 1 ? " (no optimized variant)"
+                                          : " (no optimized variant available)";
+    return {{impl, "", label}};
+  }
+  return {{impl, "", chosen}};
+}
+
+// bad-input.md §2: the class named by expected_error, or a subclass of it.
+bool is_kind(const Error& e, const std::string& cls) {
+  if (cls == "Error") return true;
+  if (cls == "ShapeError") return dynamic_cast<const ShapeError*>(&e) != nullptr;
+  if (cls == "IndexError") return dynamic_cast<const IndexError*>(&e) != nullptr;
+  if (cls == "ValueError") return dynamic_cast<const ValueError*>(&e) != nullptr;
+  if (cls == "NonFiniteError") return dynamic_cast<const NonFiniteError*>(&e) != nullptr;
+  return false;
+}
+bool known_kind(const std::string& cls) {
+  return cls == "Error" || cls == "ShapeError" || cls == "IndexError" || cls == "ValueError" ||
+         cls == "NonFiniteError";
+}
+
+CaseResult run_once(const SafetensorsFile& file, const OpAdapter& adapter, const Planned& p,
+                    const std::string& expected_error, const Tolerance& tol,
+                    std::vector<std::string>* unused) {
+  CaseResult r;
+  r.variant = p.label;
+  Case c(file);
+  bool raised = false;
+  try {
+    Options o;
+    o.impl = p.impl;
+    o.variant = p.variant;
+    o.check_finite = c.boolean("check_finite", true);
+    adapter.run(c, o);
+  } catch (const FixtureError& e) {
+    r.detail = std::string("fixture: ") + e.what();
+    return r;
+  } catch (const Error& e) {
+    raised = true;
+    r.error = e.what();
+    const std::string kind = e.kind();
+    if (expected_error.empty()) {
+      r.detail = kind + ": " + e.what();
+    } else if (!is_kind(e, expected_error)) {
+      r.detail = "raised " + kind + ", expected " + expected_error + ": " + e.what();
+    } else {
+      const Verdict v = c.check_untouched();
+      r.pass = v.pass;
+      r.detail = !v.pass                  ? v.detail
+                 : kind == expected_error ? kind + " as expected"
+                                          : kind + " as expected (a subclass of " +
+                                                expected_error + ")";
+    }
+  } catch (const std::exception& e) {
+    r.detail = std::string("unexpected exception: ") + e.what();
+    return r;
+  }
+  *unused = c.unused_metadata();
+  if (raised) return r;
+  if (!expected_error.empty()) {
+    r.detail = "no error raised (expected " + expected_error + ")";
+    return r;
+  }
+  try {
+    const Verdict v = c.check(tol);
+    r.pass = v.pass;
+    r.detail = v.detail;
+  } catch (const std::exception& e) {
+    r.detail = std::string("comparison failed: ") + e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string variant_label(const std::string& name, const std::string& target) {
+  return target.empty() ? name : name + ":" + target;
+}
+
+FileResult run_fixture_file(const std::string& path, const std::string& name, ImplMode mode) {
+  FileResult out;
+  const auto fail = [&](const std::string& op, const std::string& why) {
+    out.cases.push_back({op, name, "-", false, why, ""});
+    return out;
+  };
+  SafetensorsFile file;
+  try {
+    file = read_safetensors(path);
+  } catch (const SafetensorsError& e) {
+    return fail("?", std::string("malformed safetensors: ") + e.what());
+  }
+  const auto meta = [&](const char* key) {
+    const auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? std::string() : it->second;
+  };
+  const std::string op = meta("op");
+  if (op.empty()) return fail("?", "no __metadata__ \"op\"");
+  if (meta("format") != kFormat)
+    return fail(op, "__metadata__ \"format\" is '" + meta("format") + "' (expected " + kFormat + ")");
+  const OpAdapter* adapter = find_op_adapter(op);
+  if (adapter == nullptr) return fail(op, "unknown op '" + op + "'");
+  Tolerance tol;
+  try {
+    tol = parse_compare(meta("compare"));
+  } catch (const std::invalid_argument& e) {
+    return fail(op, std::string("bad \"compare\" override: ") + e.what());
+  }
+  const std::string expected_error = meta("expected_error");
+  if (!expected_error.empty() && !known_kind(expected_error))
+    return fail(op, "expected_error '" + expected_error +
+                        "' is not Error, ShapeError, IndexError, ValueError or NonFiniteError");
+  std::vector<Planned> runs;
+  try {
+    runs = plan(op, mode);
+  } catch (const std::exception& e) {
+    return fail(op, std::string("variant selection: ") + e.what());
+  }
+  if (runs.empty()) return fail(op, "no variant of the op is available on this machine");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<std::string> unused;
+    CaseResult r = run_once(file, *adapter, runs[i], expected_error, tol, &unused);
+    r.op = op;
+    r.name = name;
+    out.cases.push_back(std::move(r));
+    if (i == 0)
+      for (const std::string& key : unused)
+        out.warnings.push_back("metadata key '" + key + "' is not an argument of " + op +
+                               "; ignored");
+  }
+  return out;
+}
+
+}  // namespace dsv4cpu::verify

@@ -1,0 +1,307 @@
+// tools/verify fixture semantics (fixtures.md): how a fixture file becomes a call and a verdict.
+// The fixtures are small hand-made cases of map_local_to_global_slots (compressor.md §4.1 example)
+// and save_partial_states (compressor.md §3.3) whose expected values are worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "dsv4cpu/options.hpp"
+#include "tools/verify/fixture.hpp"
+#include "tools/verify/runner.hpp"
+#include "tools/verify/safetensors.hpp"
+
+namespace dsv4cpu::verify {
+namespace {
+
+template <class T>
+Tensor make_tensor(DType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
+  return Tensor{dtype, std::move(shape), Bytes(values.data(), values.size() * sizeof(T))};
+}
+
+// P = 4, block_table[0] = [7, 3, 9], locals [-1, 0, 5, 11] -> slots [-1, 28, 13, 39].
+SafetensorsFile map_example() {
+  SafetensorsFile f;
+  f.metadata = {{"format", "dsv4cpu-fixture/1"},
+                {"op", "map_local_to_global_slots"},
+                {"block_size", "4"}};
+  f.tensors["local_indices"] = make_tensor<int64_t>(DType::I64, {4, 1}, {-1, 0, 5, 11});
+  f.tensors["req_idx"] = make_tensor<int32_t>(DType::I32, {4}, {0, 0, 0, 0});
+  f.tensors["block_table"] = make_tensor<int32_t>(DType::I32, {1, 3}, {7, 3, 9});
+  f.tensors["expected.slots"] = make_tensor<int64_t>(DType::I64, {4, 1}, {-1, 28, 13, 39});
+  return f;
+}
+
+// compressor.md §3.3 with SW = 128 (ape [4, 128]), one token at position 5 into state slot 1 of a
+// 2-D padded state cache F32 [1, 4·256 + 8] with state_block_size 4: floats [256, 384) receive kv,
+// [384, 512) receive score + ape[5 % 4] = 1 + 0.5; everything else keeps its old value 7.
+SafetensorsFile save_example() {
+  SafetensorsFile f;
+  f.metadata = {{"format", "dsv4cpu-fixture/1"},
+                {"op", "save_partial_states"},
+                {"state_block_size", "4"}};
+  std::vector<float> kv(128), ape(4 * 128, 0.0f), state(1032, 7.0f);
+  for (int i = 0; i < 128; ++i) kv[static_cast<size_t>(i)] = static_cast<float>(i);
+  for (int i = 0; i < 128; ++i) ape[static_cast<size_t>(128 + i)] = 0.5f;
+  std::vector<float> expected = state;
+  for (int i = 0; i < 128; ++i) {
+    expected[static_cast<size_t>(256 + i)] = static_cast<float>(i);
+    expected[static_cast<size_t>(384 + i)] = 1.5f;
+  }
+  f.tensors["kv"] = make_tensor<float>(DType::F32, {1, 128}, kv);
+  f.tensors["score"] = make_tensor<float>(DType::F32, {1, 128}, std::vector<float>(128, 1.0f));
+  f.tensors["ape"] = make_tensor<float>(DType::F32, {4, 128}, ape);
+  f.tensors["positions"] = make_tensor<int64_t>(DType::I64, {1}, {5});
+  f.tensors["slot_mapping"] = make_tensor<int64_t>(DType::I64, {1}, {1});
+  f.tensors["state_cache"] = make_tensor<float>(DType::F32, {1, 1032}, state);
+  f.tensors["expected.state_cache"] = make_tensor<float>(DType::F32, {1, 1032}, expected);
+  return f;
+}
+
+// A temporary file name private to this test and process (ctest runs tests in parallel).
+std::string temp_path(const std::string& tag) {
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return (std::filesystem::temp_directory_path() /
+          ("dsv4cpu_" + test + "_" + tag + "_" + std::to_string(getpid()) + ".safetensors"))
+      .string();
+}
+
+FileResult run(const SafetensorsFile& f, ImplMode mode = ImplMode::reference) {
+  const std::string path = temp_path("case");
+  write_safetensors(path, f);
+  FileResult r = run_fixture_file(path, "case.safetensors", mode);
+  std::filesystem::remove(path);
+  return r;
+}
+
+// The single result of a reference run.
+CaseResult run1(const SafetensorsFile& f) {
+  FileResult r = run(f);
+  EXPECT_EQ(r.cases.size(), 1u);
+  return r.cases.empty() ? CaseResult{} : r.cases[0];
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(VerifyRunner, PassingFixture) {
+  const CaseResult r = run1(map_example());
+  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_EQ(r.op, "map_local_to_global_slots");
+  EXPECT_EQ(r.name, "case.safetensors");
+  EXPECT_EQ(r.variant, "ref");
+  EXPECT_EQ(r.detail, "exact");
+}
+
+TEST(VerifyRunner, WrongExpectedValueFails) {
+  SafetensorsFile f = map_example();
+  f.tensors["expected.slots"] = make_tensor<int64_t>(DType::I64, {4, 1}, {-1, 28, 13, 40});
+  const CaseResult r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "slots[3, 0]: got 39, expected 40 (1 of 4 elements differ)");
+}
+
+TEST(VerifyRunner, IndexInputsMayBeI64) {
+  SafetensorsFile f = map_example();
+  f.tensors["req_idx"] = make_tensor<int64_t>(DType::I64, {4}, {0, 0, 0, 0});
+  f.tensors["block_table"] = make_tensor<int64_t>(DType::I64, {1, 3}, {7, 3, 9});
+  EXPECT_TRUE(run1(f).pass);
+}
+
+TEST(VerifyRunner, ExpectedErrorClassOrSubclass) {
+  SafetensorsFile f = map_example();
+  f.tensors.erase("expected.slots");
+  f.tensors["block_table"] = make_tensor<int32_t>(DType::I32, {1, 3}, {7, -1, 9});  // local 5
+  f.metadata["expected_error"] = "IndexError";
+  CaseResult r = run1(f);
+  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_EQ(r.detail, "IndexError as expected");
+  EXPECT_TRUE(contains(r.error, "block_table[0, 1] = -1")) << r.error;
+  f.metadata["expected_error"] = "Error";
+  r = run1(f);
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.detail, "IndexError as expected (a subclass of Error)");
+  f.metadata["expected_error"] = "ShapeError";
+  r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(contains(r.detail, "raised IndexError, expected ShapeError")) << r.detail;
+  f.metadata["expected_error"] = "KeyError";
+  EXPECT_FALSE(run1(f).pass);
+}
+
+TEST(VerifyRunner, ExpectedErrorThatIsNotRaisedFails) {
+  SafetensorsFile f = map_example();
+  f.metadata["expected_error"] = "ValueError";
+  const CaseResult r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "no error raised (expected ValueError)");
+}
+
+TEST(VerifyRunner, UnexpectedErrorFailsWithTheMessage) {
+  SafetensorsFile f = map_example();
+  f.metadata["block_size"] = "0";
+  const CaseResult r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(contains(r.detail, "ValueError: dsv4cpu::map_local_to_global_slots: block_size"))
+      << r.detail;
+}
+
+TEST(VerifyRunner, MissingOrMistypedTensorFails) {
+  SafetensorsFile f = map_example();
+  f.tensors.erase("req_idx");
+  CaseResult r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(contains(r.detail, "ShapeError") && contains(r.detail, "req_idx")) << r.detail;
+  f = map_example();
+  f.tensors["req_idx"] = make_tensor<float>(DType::F32, {4}, {0, 0, 0, 0});
+  r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_TRUE(contains(r.detail, "ShapeError") && contains(r.detail, "req_idx")) << r.detail;
+  f = map_example();
+  f.tensors["expected.slots"] = make_tensor<int32_t>(DType::I32, {4, 1}, {-1, 28, 13, 39});
+  r = run1(f);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "expected.slots is I32 [4, 1], the op returns I64 [4, 1]");
+}
+
+TEST(VerifyRunner, MalformedFixtures) {
+  SafetensorsFile f = map_example();
+  f.metadata["op"] = "no_such_op";
+  EXPECT_EQ(run1(f).detail, "unknown op 'no_such_op'");
+  f = map_example();
+  f.metadata.erase("op");
+  EXPECT_EQ(run1(f).op, "?");
+  f = map_example();
+  f.metadata.erase("format");
+  EXPECT_TRUE(contains(run1(f).detail, "format")) << run1(f).detail;
+  f = map_example();
+  f.metadata.erase("block_size");
+  EXPECT_EQ(run1(f).detail, "fixture: missing scalar 'block_size' in __metadata__");
+  f = map_example();
+  f.metadata["block_size"] = "4.0";
+  EXPECT_TRUE(contains(run1(f).detail, "not a 64-bit integer")) << run1(f).detail;
+  f = map_example();
+  f.tensors["expected.bogus"] = make_tensor<int64_t>(DType::I64, {1}, {0});
+  EXPECT_TRUE(contains(run1(f).detail, "expected.bogus")) << run1(f).detail;
+  f = map_example();
+  f.tensors.erase("expected.slots");
+  EXPECT_EQ(run1(f).detail, "no expected.* tensor to compare");
+  f = map_example();
+  f.metadata["compare"] = "ulps=3";
+  EXPECT_TRUE(contains(run1(f).detail, "bad \"compare\" override")) << run1(f).detail;
+}
+
+TEST(VerifyRunner, TruncatedFileFails) {
+  const std::string path = temp_path("truncated");
+  write_safetensors(path, map_example());
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 3);
+  const FileResult r = run_fixture_file(path, "t", ImplMode::reference);
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.cases.size(), 1u);
+  EXPECT_FALSE(r.cases[0].pass);
+  EXPECT_TRUE(contains(r.cases[0].detail, "malformed safetensors")) << r.cases[0].detail;
+}
+
+TEST(VerifyRunner, UnknownMetadataKeyWarnsOnce) {
+  SafetensorsFile f = map_example();
+  f.metadata["colour"] = "blue";
+  const FileResult r = run(f, ImplMode::all);
+  ASSERT_FALSE(r.cases.empty());
+  for (const CaseResult& c : r.cases) EXPECT_TRUE(c.pass) << c.detail;
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_TRUE(contains(r.warnings[0], "'colour'")) << r.warnings[0];
+}
+
+TEST(VerifyRunner, ImplAllRunsEveryAvailableVariant) {
+  std::vector<std::string> names;
+  for (const OpInfo& op : registered_ops())
+    if (op.name == "map_local_to_global_slots")
+      for (const VariantInfo& v : op.variants)
+        if (v.available) names.push_back(variant_label(v.name, v.target));
+  const FileResult r = run(map_example(), ImplMode::all);
+  ASSERT_EQ(r.cases.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(r.cases[i].variant, names[i]);
+}
+
+TEST(VerifyRunner, ImplOptimizedNamesTheReferenceFallback) {
+  const CaseResult r = run(map_example(), ImplMode::optimized).cases.at(0);
+  EXPECT_TRUE(r.pass);
+  Options o;
+  o.impl = Impl::optimized;
+  if (selected_variant("map_local_to_global_slots", o) == "ref")
+    EXPECT_TRUE(contains(r.variant, "ref (no optimized variant")) << r.variant;
+  else
+    EXPECT_NE(r.variant.rfind("ref", 0), 0u) << r.variant;
+}
+
+TEST(VerifyRunner, StateCache2DWithStateBlockSize) {
+  EXPECT_TRUE(run1(save_example()).pass) << run1(save_example()).detail;
+  SafetensorsFile f = save_example();
+  f.metadata.erase("state_block_size");
+  EXPECT_EQ(run1(f).detail, "fixture: missing scalar 'state_block_size' in __metadata__");
+  f = save_example();
+  f.metadata["state_block_size"] = "5";  // 5 rows of 256 floats exceed a 1032-float page
+  EXPECT_TRUE(contains(run1(f).detail, "cannot hold")) << run1(f).detail;
+  f = save_example();  // the page padding must keep its content
+  std::vector<float> expected(1032);
+  std::memcpy(expected.data(), f.tensors["expected.state_cache"].bytes.data(), 1032 * 4);
+  expected[1031] = 0.0f;
+  f.tensors["expected.state_cache"] = make_tensor<float>(DType::F32, {1, 1032}, expected);
+  EXPECT_TRUE(contains(run1(f).detail, "state_cache[0, 1031]")) << run1(f).detail;
+}
+
+TEST(VerifyRunner, InPlaceBufferNeedsItsExpectedTensor) {
+  SafetensorsFile f = save_example();
+  f.tensors.erase("expected.state_cache");
+  EXPECT_EQ(run1(f).detail, "missing tensor expected.state_cache (in-place buffer)");
+}
+
+TEST(VerifyRunner, ExactOverride) {
+  SafetensorsFile f = save_example();
+  f.metadata["compare"] = "exact";
+  EXPECT_TRUE(run1(f).pass);
+}
+
+TEST(VerifyCase, UntouchedCheckSeesWritesToOutputsAndInPlaceBuffers) {
+  const SafetensorsFile f = save_example();
+  Case c(f);
+  const TensorView out = c.output("extra", DType::I32, {2});
+  EXPECT_EQ(out.ptr<uint8_t>()[0], kGarbageByte);
+  const TensorView state = c.inout("state_cache");
+  EXPECT_TRUE(c.check_untouched().pass);
+  out.ptr<int32_t>()[1] = 0;
+  Verdict v = c.check_untouched();
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(contains(v.detail, "extra")) << v.detail;
+  out.ptr<int32_t>()[1] = static_cast<int32_t>(0xA5A5A5A5u);
+  state.ptr<float>()[1031] = 1.0f;
+  v = c.check_untouched();
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(contains(v.detail, "state_cache")) << v.detail;
+}
+
+TEST(VerifyCase, ScalarParsingAndDefaults) {
+  SafetensorsFile f;
+  f.metadata = {{"a", "12"}, {"b", "1e-06"}, {"c", "true"}, {"d", "0"}, {"e", "x"}, {"f", "-3"}};
+  Case c(f);
+  EXPECT_EQ(c.integer("a"), 12);
+  EXPECT_EQ(c.integer("f"), -3);
+  EXPECT_EQ(c.integer("zz", 64), 64);
+  EXPECT_DOUBLE_EQ(c.real("b"), 1e-6);
+  EXPECT_TRUE(c.boolean("c"));
+  EXPECT_FALSE(c.boolean("d"));
+  EXPECT_THROW(c.boolean("e"), FixtureError);
+  EXPECT_THROW(c.integer("b"), FixtureError);
+  EXPECT_THROW(c.real("missing"), FixtureError);
+  EXPECT_EQ(c.text("mode", std::string("canonical")), "canonical");
+  EXPECT_TRUE(c.unused_metadata().empty());  // every key read above
+}
+
+}  // namespace
+}  // namespace dsv4cpu::verify
