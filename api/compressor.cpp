@@ -31,10 +31,11 @@ namespace {
 // ---- checks shared by several ops ----
 
 // bad-input.md §3: a write or gather slot is -1 or in [0, pages × per_page) of its cache.
-void check_slot(const char* op, const char* name, std::vector<int64_t> idx, int64_t slot,
+// Index lists are initializer lists so that the passing path allocates nothing.
+void check_slot(const char* op, const char* name, std::initializer_list<int64_t> idx, int64_t slot,
                 int64_t pages, int64_t per_page, const char* cache, const char* unit) {
   if (slot >= -1 && slot < pages * per_page) return;
-  fail<IndexError>(op, name, std::move(idx), std::to_string(slot),
+  fail<IndexError>(op, name, std::vector<int64_t>(idx), std::to_string(slot),
                    slot < 0 ? "negative slot other than -1" : std::string("slot beyond ") + cache,
                    "-1 or 0 <= slot < " + std::to_string(pages * per_page) + " = " +
                        std::to_string(pages) + " pages x " + std::to_string(per_page) + " " +
@@ -57,28 +58,8 @@ void check_request_indices(const char* op, const char* name, const TensorView& r
                        "0 <= " + std::string(name) + " < " + std::to_string(R));
 }
 
-// compressor.md §4.1: a valid local index l >= 0 of request r reads block-table column l / P,
-// which must exist and hold a block id >= 0 whose slots fit int64. The element that holds or
-// implies l is `arg[idx] = value`; `via` says how it implies l when it is not l itself.
-void check_local_index(const char* op, const IndexReader& bt, int64_t r, int64_t MB, int64_t P,
-                       int64_t l, const char* arg, const std::vector<int64_t>& idx,
-                       int64_t value, const std::string& via) {
-  const int64_t col = l / P;
-  const std::string holder =
-      std::string(arg) + format_index(idx) + " = " + std::to_string(value) + via;
-  if (col >= MB)
-    fail<IndexError>(op, arg, idx, std::to_string(value),
-                     "block-table column " + std::to_string(col) + " beyond the table" + via,
-                     "local index / block_size < " + std::to_string(MB));
-  const int64_t page = bt(r, col);
-  if (page < 0)
-    fail<IndexError>(op, "block_table", {r, col}, std::to_string(page),
-                     "negative block id referenced by " + holder, ">= 0");
-  if (page > (INT64_MAX - (P - 1)) / P)
-    fail<IndexError>(op, "block_table", {r, col}, std::to_string(page),
-                     "slot overflows int64, referenced by " + holder,
-                     "block id * block_size + block_size - 1 <= 2^63 - 1");
-}
+// compressor.md §4.1: a valid local index l >= 0 reads block-table column l / P (core/check.hpp).
+constexpr BlockTableRefs::ColumnWording kLocalIndexColumn{"", "local index / block_size"};
 
 void check_block_size(const char* op, const char* name, int64_t P) {
   if (P < 1)
@@ -91,9 +72,10 @@ void check_ratio(const char* op, int64_t r) {
     fail_value(op, "compress_ratio", std::to_string(r), "unsupported compress ratio", "4 or 128");
 }
 
-void check_finite_element(const char* op, const char* name, std::vector<int64_t> idx, float v) {
+void check_finite_element(const char* op, const char* name, std::initializer_list<int64_t> idx,
+                          float v) {
   if (!std::isfinite(v))
-    fail<NonFiniteError>(op, name, std::move(idx), format_float(v), "not finite",
+    fail<NonFiniteError>(op, name, std::vector<int64_t>(idx), format_float(v), "not finite",
                          "a finite value");
 }
 
@@ -187,14 +169,16 @@ void validate(MapLocalToGlobalSlotsArgs& a, const Options&) {
   check_no_overlap(op, "slots", a.slots, "local_indices", a.local_indices);
   check_no_overlap(op, "slots", a.slots, "req_idx", a.req_idx);
   check_no_overlap(op, "slots", a.slots, "block_table", a.block_table);
-  const int64_t R = a.block_table.size(0), MB = a.block_table.size(1);
-  check_request_indices(op, "req_idx", a.req_idx, R);
-  const IndexReader local(a.local_indices), req(a.req_idx), bt(a.block_table);
+  check_request_indices(op, "req_idx", a.req_idx, a.block_table.size(0));
+  const IndexReader local(a.local_indices), req(a.req_idx);
+  const BlockTableRefs refs(op, a.block_table, a.block_size, kLocalIndexColumn);
   for (int64_t n = 0; n < a.N; ++n)
     for (int64_t k = 0; k < a.K; ++k) {
       const int64_t l = local(n, k);
       if (l >= 0)
-        check_local_index(op, bt, req(n), MB, a.block_size, l, "local_indices", {n, k}, l, "");
+        refs.check(req(n), refs.column(l), [&] {
+          return BlockTableReferrer{"local_indices", {n, k}, l, ""};
+        });
     }
 }
 
@@ -218,16 +202,18 @@ void validate(CompressorWindowSlotsArgs& a, const Options&) {
   check_no_overlap(op, "gather_slots", a.gather_slots, "token_to_req", a.token_to_req);
   check_no_overlap(op, "gather_slots", a.gather_slots, "block_table", a.block_table);
   check_positions(op, a.positions);
-  const int64_t R = a.block_table.size(0), MB = a.block_table.size(1);
-  check_request_indices(op, "token_to_req", a.token_to_req, R);
-  const IndexReader pos(a.positions), req(a.token_to_req), bt(a.block_table);
+  check_request_indices(op, "token_to_req", a.token_to_req, a.block_table.size(0));
+  const IndexReader pos(a.positions), req(a.token_to_req);
+  const BlockTableRefs refs(op, a.block_table, a.block_size, kLocalIndexColumn);
   for (int64_t t = 0; t < a.N; ++t)
     for (int64_t w = 0; w < a.W; ++w) {
       const int64_t l = pos(t) - a.W + 1 + w;
       if (l >= 0)
-        check_local_index(op, bt, req(t), MB, a.block_size, l, "positions", {t}, pos(t),
-                          " (window column " + std::to_string(w) + ", local index " +
-                              std::to_string(l) + ")");
+        refs.check(req(t), refs.column(l), [&] {
+          return BlockTableReferrer{"positions", {t}, pos(t),
+                                    " (window column " + std::to_string(w) + ", local index " +
+                                        std::to_string(l) + ")"};
+        });
     }
 }
 

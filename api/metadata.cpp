@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/metadata_args.hpp"
@@ -87,7 +88,42 @@ void check_seq_lens_values(const char* op, const TensorView& qsl_v, const Tensor
   }
 }
 
+// The element checks below first decide in one branch-free pass over the typed data
+// (with_data, metadata/common.hpp) that no element can fail, and scan element by element (to
+// report the first offender) only otherwise. The passes are written so that the compiler
+// vectorises them (OR of sign bits, unsigned compares).
+
+template <class T>
+using Unsigned = std::make_unsigned_t<std::remove_const_t<T>>;
+
+// Whether some of the n elements lies outside [0, limit), limit >= 1: one unsigned compare per
+// element (negative values wrap above every limit the element type can hold).
+bool any_outside(const TensorView& v, int64_t n, int64_t limit) {
+  return with_data(v, [&](const auto* p) {
+    using U = Unsigned<std::remove_pointer_t<decltype(p)>>;
+    constexpr U kSignBit = U{1} << (8 * sizeof(U) - 1);
+    const U bound = static_cast<uint64_t>(limit) >= kSignBit ? kSignBit : static_cast<U>(limit);
+    U bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad |= static_cast<U>(static_cast<U>(p[i]) >= bound);
+    return bad != 0;
+  });
+}
+
+// Whether some of the n elements is < `least` (0 or -1): the sign bit of the OR of all
+// element - least (an element whose difference wraps past the sign bit is flagged too; the
+// exact scan then finds nothing).
+bool any_below(const TensorView& v, int64_t n, int least) {
+  return with_data(v, [&](const auto* p) {
+    using U = Unsigned<std::remove_pointer_t<decltype(p)>>;
+    const U shift = static_cast<U>(-least);
+    U any = 0;
+    for (int64_t i = 0; i < n; ++i) any |= static_cast<U>(static_cast<U>(p[i]) + shift);
+    return (any >> (8 * sizeof(U) - 1)) != 0;
+  });
+}
+
 void check_token_to_req_values(const char* op, const TensorView& v, int64_t T, int64_t R) {
+  if (T == 0 || !any_outside(v, T, R)) return;
   const IndexReader req(v);
   for (int64_t t = 0; t < T; ++t)
     if (req(t) < 0 || req(t) >= R)
@@ -98,6 +134,8 @@ void check_token_to_req_values(const char* op, const TensorView& v, int64_t T, i
 // positions >= 0, and < max_model_len when given (> 0).
 void check_positions_values(const char* op, const TensorView& v, int64_t T,
                             int64_t max_model_len = 0) {
+  if (T == 0) return;
+  if (max_model_len > 0 ? !any_outside(v, T, max_model_len) : !any_below(v, T, 0)) return;
   const IndexReader pos(v);
   for (int64_t t = 0; t < T; ++t) {
     if (pos(t) < 0)
@@ -110,7 +148,7 @@ void check_positions_values(const char* op, const TensorView& v, int64_t T,
 
 // Optional slot input: -1 or >= 0.
 void check_token_slot_mapping_values(const char* op, const TensorView& v, int64_t T) {
-  if (!v.present()) return;
+  if (!v.present() || T == 0 || !any_below(v, T, -1)) return;
   const IndexReader slots(v);
   for (int64_t t = 0; t < T; ++t)
     if (slots(t) < -1)
@@ -118,135 +156,162 @@ void check_token_slot_mapping_values(const char* op, const TensorView& v, int64_
                        "negative slot other than -1", "-1 or >= 0");
 }
 
-// The element whose formula reads a block-table entry, for messages.
-struct Referrer {
-  const char* argument;
-  std::vector<int64_t> index;
-  int64_t value;
-  std::string token;  // "token t (position p)" when the argument is not per token, else empty
-  std::string text() const {
-    return std::string(argument) + format_index(index) + " = " + str(value) +
-           (token.empty() ? "" : " at " + token);
-  }
-};
+// ---- block-table references (bad-input.md §3, core/check.hpp) ----
 
-Referrer by_position(const TensorView& positions, int64_t t) {
-  return {"positions", {t}, IndexReader(positions)(t), ""};
+// "positions[5] = 70: references block-table column 1 beyond the table (expected column < 1)"
+constexpr BlockTableRefs::ColumnWording kColumnWording{"references ", "column"};
+
+BlockTableReferrer by_position(int64_t position, int64_t t) {
+  return {"positions", {t}, position, ""};
 }
 
-// log2 of a power of two >= 1.
-int log2_exact(int64_t p) {
-  int s = 0;
-  while ((int64_t{1} << s) < p) ++s;
-  return s;
-}
-
-// Block-table entries a formula reads (bad-input.md §3): column < MB, entry >= 0, and
-// entry * P + P - 1 fits int64.
-class BlockTableCheck {
+// Checks the columns [c0, c1] of row r that one token reads, ascending, skipping those the
+// previous tokens of the same row verified (kept as one interval): consecutive tokens of a
+// request read the same or adjacent columns, so most tokens cost a few compares. A token fails
+// at its first bad column, as when every column of every token is checked.
+class ColumnRuns {
  public:
-  BlockTableCheck(const char* op, const TensorView& bt, int64_t block_size)
-      : op_(op),
-        bt_(bt),
-        MB_(bt.size(1)),
-        P_(block_size),
-        max_page_((INT64_MAX - (block_size - 1)) / block_size),
-        shift_((block_size & (block_size - 1)) == 0 ? log2_exact(block_size) : -1) {}
-  // The column holding local index l >= 0 (l / P, a shift for power-of-two P).
-  int64_t column(int64_t l) const { return shift_ >= 0 ? l >> shift_ : l / P_; }
-  bool ok(int64_t r, int64_t col) const {
-    if (col >= MB_) return false;
-    const int64_t page = bt_(r, col);
-    return page >= 0 && page <= max_page_;
-  }
-  // `by` makes the Referrer; it runs only on failure.
+  explicit ColumnRuns(const BlockTableRefs& refs) : refs_(refs) {}
   template <class By>
-  void check(int64_t r, int64_t col, By&& by) const {
-    if (!ok(r, col)) fail(r, col, by());
-  }
-  [[noreturn]] void fail(int64_t r, int64_t col, const Referrer& by) const {
-    if (col >= MB_)
-      detail::fail<IndexError>(op_, by.argument, by.index, str(by.value),
-                               (by.token.empty() ? "" : by.token + " ") +
-                                   "references block-table column " + str(col) +
-                                   " beyond the table",
-                               "column < " + str(MB_));
-    const int64_t page = bt_(r, col);
-    if (page < 0)
-      detail::fail<IndexError>(op_, "block_table", {r, col}, str(page),
-                               "negative block id referenced by " + by.text(), ">= 0");
-    detail::fail<IndexError>(op_, "block_table", {r, col}, str(page),
-                             "slot overflows int64, referenced by " + by.text(),
-                             "block id * block_size + block_size - 1 <= 2^63 - 1");
-  }
-  // Every token reads the prefix [0, need[t]) of its row (C128A). One pass over the prefixes:
-  // the first token (in order) whose prefix holds a bad column fails at its first bad column.
-  template <class By>
-  void check_prefixes(const std::vector<int64_t>& need, const IndexReader& req, int64_t R,
-                      By&& by) const {
-    std::vector<int64_t> longest(static_cast<size_t>(R), 0);
-    for (size_t t = 0; t < need.size(); ++t) {
-      int64_t& l = longest[static_cast<size_t>(req(static_cast<int64_t>(t)))];
-      l = std::max(l, need[t]);
+  void check(int64_t r, int64_t c0, int64_t c1, By&& by) {
+    if (r == r_ && c0 >= lo_ && c1 <= hi_) return;
+    if (r != r_ || c1 < lo_ - 1 || c0 > hi_ + 1) {  // not touching the verified interval
+      r_ = r;
+      lo_ = c0;
+      hi_ = c0 - 1;
     }
-    std::vector<int64_t> first_bad(static_cast<size_t>(R));
-    for (int64_t r = 0; r < R; ++r) {
-      int64_t c = 0;
-      while (c < longest[static_cast<size_t>(r)] && ok(r, c)) ++c;
-      first_bad[static_cast<size_t>(r)] = c;
-    }
-    for (size_t t = 0; t < need.size(); ++t) {
-      const int64_t r = req(static_cast<int64_t>(t));
-      if (need[t] > first_bad[static_cast<size_t>(r)])
-        fail(r, first_bad[static_cast<size_t>(r)], by(static_cast<int64_t>(t)));
-    }
+    for (int64_t c = c0; c <= c1; ++c)
+      if (c < lo_ || c > hi_) refs_.check(r, c, by);
+    lo_ = std::min(lo_, c0);
+    hi_ = std::max(hi_, c1);  // verified columns are < MB: hi_ + 1 cannot overflow
   }
 
  private:
-  const char* op_;
-  IndexReader bt_;
-  int64_t MB_, P_, max_page_;
-  int shift_;
+  const BlockTableRefs& refs_;
+  int64_t r_ = -1, lo_ = 0, hi_ = -1;
 };
 
-// Per-row minimum and maximum of an index matrix with unit inner stride (0 and -1 for K = 0).
-template <class I>
-void row_min_max(const TensorView& v, std::vector<int64_t>& row_min,
-                 std::vector<int64_t>& row_max) {
-  const int64_t N = v.size(0), K = v.size(1);
-  row_min.assign(static_cast<size_t>(N), 0);
-  row_max.assign(static_cast<size_t>(N), -1);
-  if (K == 0) return;
-  const I* data = v.ptr<const I>();
-  for (int64_t n = 0; n < N; ++n) {
-    const I* row = data + n * v.stride(0);
-    I lo = row[0], hi = row[0];
-    for (int64_t k = 1; k < K; ++k) {
-      lo = std::min(lo, row[k]);
-      hi = std::max(hi, row[k]);
+// Tokens reading the columns [first(p), last(p)] of row token_to_req[t], p = positions[t]
+// (§3: one column, §6: the window's columns).
+template <class First, class Last>
+void check_token_columns(const char* op, const TensorView& positions,
+                         const TensorView& token_to_req, const TensorView& block_table,
+                         int64_t block_size, int64_t T, First&& first, Last&& last) {
+  with_data(positions, token_to_req, [&](const auto* pos, const auto* req) {
+    const BlockTableRefs refs(op, block_table, block_size, kColumnWording);
+    ColumnRuns runs(refs);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t p = pos[t];
+      runs.check(req[t], refs.column(first(p)), refs.column(last(p)),
+                 [&] { return by_position(p, t); });
     }
-    row_min[static_cast<size_t>(n)] = lo;
-    row_max[static_cast<size_t>(n)] = hi;
-  }
+  });
 }
 
-// §5's block-table reads for a validated qsl and seq_lens: emitting tokens whose own slot is not
-// -1 read bt[r][c / P] with c = pos / ratio.
+// §5's block-table reads for a validated qsl and seq_lens: the emitting tokens of each request
+// (every ratio-th position, (p + 1) % ratio = 0) whose own slot is not -1 read
+// bt[r][(p / ratio) / P].
 void check_compressed_slot_refs(const char* op, const TensorView& qsl_v, const TensorView& seq_v,
                                 const TensorView& bt, int64_t ratio, int64_t block_size,
                                 const TensorView& token_slot_mapping, int64_t R) {
   const IndexReader qsl(qsl_v), seq(seq_v), own(token_slot_mapping);
-  const BlockTableCheck check(op, bt, block_size);
+  const BlockTableRefs refs(op, bt, block_size, kColumnWording);
+  ColumnRuns runs(refs);
   for (int64_t r = 0; r < R; ++r) {
-    const int64_t first = seq(r) - (qsl(r + 1) - qsl(r));  // position of token qsl[r]
-    for (int64_t t = qsl(r); t < qsl(r + 1); ++t) {
-      const int64_t p = first + (t - qsl(r));
-      if ((p + 1) % ratio != 0 || (token_slot_mapping.present() && own(t) == -1)) continue;
-      check.check(r, check.column(p / ratio), [&] {
-        return Referrer{"seq_lens", {r}, seq(r),
-                        "token " + str(t) + " (position " + str(p) + ")"};
+    const int64_t q0 = qsl(r), q1 = qsl(r + 1), first = seq(r) - (q1 - q0);  // pos of token q0
+    for (int64_t t = q0 + (ratio - 1 - first % ratio); t < q1; t += ratio) {
+      if (token_slot_mapping.present() && own(t) == -1) continue;
+      const int64_t p = first + (t - q0), col = refs.column(p / ratio);
+      runs.check(r, col, col, [&] {
+        return BlockTableReferrer{"seq_lens", {r}, seq(r),
+                                  " at token " + str(t) + " (position " + str(p) + ")"};
       });
     }
+  }
+}
+
+// §7: token t < readers reads the prefix [0, ceil(n_t / P)) of its request's row. Each
+// request's longest prefix is walked once; the first token (in order) whose prefix holds a bad
+// column fails at its first bad column.
+void check_c128a_prefixes(const char* op, const TensorView& positions,
+                          const TensorView& token_to_req, const TensorView& block_table,
+                          int64_t block_size, int64_t readers) {
+  const IndexReader pos(positions), req(token_to_req);
+  const BlockTableRefs refs(op, block_table, block_size, kColumnWording);
+  const size_t R = static_cast<size_t>(block_table.size(0));
+  std::vector<int64_t> need(static_cast<size_t>(readers)), longest(R, 0), first_bad(R);
+  for (int64_t t = 0; t < readers; ++t) {
+    need[static_cast<size_t>(t)] = ceil_div(completed_entries(pos(t), 128), block_size);
+    int64_t& l = longest[static_cast<size_t>(req(t))];
+    l = std::max(l, need[static_cast<size_t>(t)]);
+  }
+  for (size_t r = 0; r < R; ++r) {
+    int64_t c = 0;
+    while (c < longest[r] && refs.ok(static_cast<int64_t>(r), c)) ++c;
+    first_bad[r] = c;
+  }
+  for (int64_t t = 0; t < readers; ++t) {
+    const int64_t r = req(t);
+    if (need[static_cast<size_t>(t)] > first_bad[static_cast<size_t>(r)])
+      refs.fail(r, first_bad[static_cast<size_t>(r)], by_position(pos(t), t));
+  }
+}
+
+// Per-row maximum (-1 for K = 0) of an index matrix with unit inner stride, in one pass with
+// the any_below(-1) test of all elements; returns whether some element may be < -1 (then the
+// maxima are not used).
+template <class I>
+bool row_max_any_below_minus_one(const TensorView& v, std::vector<int64_t>& row_max) {
+  using U = Unsigned<I>;
+  const int64_t N = v.size(0), K = v.size(1);
+  row_max.assign(static_cast<size_t>(N), -1);
+  U any = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const I* row = v.ptr<const I>() + n * v.stride(0);
+    I hi = -1;  // the true maximum whenever no element is below -1
+    for (int64_t k = 0; k < K; ++k) {
+      hi = row[k] > hi ? row[k] : hi;  // (this form vectorises; std::max here does not)
+      any |= static_cast<U>(static_cast<U>(row[k]) + 1);
+    }
+    row_max[static_cast<size_t>(n)] = hi;
+  }
+  return (any >> (8 * sizeof(U) - 1)) != 0;
+}
+
+// §8's block-table reads: every local l >= 0 of row t reads column l / P of row
+// token_to_req[t]; only those entries are read. Per request, the columns verified so far are
+// marked and `sound` counts the leading run of marked columns: a row whose largest local lies in
+// that run is sound without looking at its elements (after a few rows, every further row of a
+// long prefill); any other row checks each element's unmarked column in order, so the first
+// offending element in row-major order fails.
+template <class I>
+void check_c4a_refs(const char* op, const TensorView& topk_v, const TensorView& token_to_req,
+                    const TensorView& block_table, int64_t block_size,
+                    const std::vector<int64_t>& row_max) {
+  const BlockTableRefs refs(op, block_table, block_size, kColumnWording);
+  const IndexReader req(token_to_req);
+  const int64_t R = block_table.size(0), MB = refs.columns(), K = topk_v.size(1);
+  std::vector<std::vector<char>> marked(static_cast<size_t>(R));
+  std::vector<int64_t> sound(static_cast<size_t>(R), 0);
+  for (size_t t = 0; t < row_max.size(); ++t) {
+    if (row_max[t] < 0) continue;
+    const int64_t r = req(static_cast<int64_t>(t));
+    int64_t& n = sound[static_cast<size_t>(r)];
+    if (refs.column(row_max[t]) < n) continue;
+    std::vector<char>& mark = marked[static_cast<size_t>(r)];
+    mark.resize(static_cast<size_t>(MB), 0);
+    const I* row = topk_v.ptr<const I>() + static_cast<int64_t>(t) * topk_v.stride(0);
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t l = row[k];
+      if (l < 0) continue;
+      const int64_t c = refs.column(l);
+      if (c < MB && mark[static_cast<size_t>(c)]) continue;
+      refs.check(r, c, [&] {
+        return BlockTableReferrer{"topk_indices", {static_cast<int64_t>(t), k}, l, ""};
+      });
+      mark[static_cast<size_t>(c)] = 1;
+    }
+    while (n < MB && mark[static_cast<size_t>(n)]) ++n;
   }
 }
 
@@ -297,10 +362,9 @@ void validate(SlotMappingArgs& a, const Options&) {
   check_no_overlap(op, "slot_mapping", a.slot_mapping, "block_table", a.block_table);
   check_positions_values(op, a.positions, a.T);
   check_token_to_req_values(op, a.token_to_req, a.T, a.block_table.size(0));
-  const IndexReader pos(a.positions), req(a.token_to_req);
-  const BlockTableCheck check(op, a.block_table, a.block_size);
-  for (int64_t t = 0; t < a.T; ++t)
-    check.check(req(t), check.column(pos(t)), [&] { return by_position(a.positions, t); });
+  const auto position = [](int64_t p) { return p; };
+  check_token_columns(op, a.positions, a.token_to_req, a.block_table, a.block_size, a.T,
+                      position, position);
 }
 
 // ---- split_decodes_and_prefills (§4) ----
@@ -380,13 +444,10 @@ void validate(SwaWindowIndicesArgs& a, const Options&) {
   check_outputs_disjoint(op, "indices", a.indices, "lens", a.lens);
   check_positions_values(op, a.positions, a.T);
   check_token_to_req_values(op, a.token_to_req, a.T, a.block_table.size(0));
-  const IndexReader pos(a.positions), req(a.token_to_req);
-  const BlockTableCheck check(op, a.block_table, a.block_size);
-  for (int64_t t = 0; t < a.T; ++t) {
-    const int64_t p = pos(t), start = std::max<int64_t>(p - a.window + 1, 0);
-    for (int64_t col = start / a.block_size; col <= p / a.block_size; ++col)
-      check.check(req(t), col, [&] { return by_position(a.positions, t); });
-  }
+  check_token_columns(
+      op, a.positions, a.token_to_req, a.block_table, a.block_size, a.T,
+      [W = a.window](int64_t p) { return std::max<int64_t>(p - W + 1, 0); },
+      [](int64_t p) { return p; });
 }
 
 // ---- c128a_topk_indices (§7.1) and its compact form ----
@@ -410,14 +471,8 @@ void check_c128a_elements(const char* op, const TensorView& positions,
       fail<IndexError>(op, "positions", {t}, str(pos(t)),
                        "more completed C128A entries than the row width",
                        "(position + 1) / 128 <= " + str(W));
-  const int64_t R = block_table.size(0);
-  check_token_to_req_values(op, token_to_req, T, R);
-  std::vector<int64_t> need(static_cast<size_t>(readers));
-  for (int64_t t = 0; t < readers; ++t)
-    need[static_cast<size_t>(t)] = ceil_div(completed_entries(pos(t), 128), block_size);
-  BlockTableCheck(op, block_table, block_size)
-      .check_prefixes(need, IndexReader(token_to_req), R,
-                      [&](int64_t t) { return by_position(positions, t); });
+  check_token_to_req_values(op, token_to_req, T, block_table.size(0));
+  check_c128a_prefixes(op, positions, token_to_req, block_table, block_size, readers);
 }
 
 void check_c128a_topk_arrays(const char* op, C128aTopkIndicesArgs& a, int64_t width) {
@@ -528,46 +583,25 @@ void validate(C4aGlobalTopkIndicesArgs& a, const Options&) {
     check_no_overlap(op, "lens", a.lens, name, *in);
   }
   check_outputs_disjoint(op, "indices", a.indices, "lens", a.lens);
-  // Row minima and maxima decide most rows at once; a row is scanned element by element only
-  // when it holds a bad value (to report the first one in row-major order).
-  std::vector<int64_t> row_min, row_max;
-  if (a.topk_indices.dtype() == DType::I32)
-    row_min_max<int32_t>(a.topk_indices, row_min, row_max);
-  else
-    row_min_max<int64_t>(a.topk_indices, row_min, row_max);
-  const IndexReader topk(a.topk_indices), req(a.token_to_req);
-  for (int64_t t = 0; t < a.T; ++t) {
-    if (row_min[static_cast<size_t>(t)] >= -1) continue;
+  // One pass gives the row maxima and decides that no element is below -1; the elements are
+  // scanned one by one (to report the first offender in row-major order) only otherwise.
+  std::vector<int64_t> row_max;
+  const bool maybe_bad = a.topk_indices.dtype() == DType::I32
+                             ? row_max_any_below_minus_one<int32_t>(a.topk_indices, row_max)
+                             : row_max_any_below_minus_one<int64_t>(a.topk_indices, row_max);
+  const IndexReader topk(a.topk_indices);
+  for (int64_t t = 0; t < a.T && maybe_bad; ++t)
     for (int64_t k = 0; k < a.K; ++k)
       if (topk(t, k) < -1)
         fail<IndexError>(op, "topk_indices", {t, k}, str(topk(t, k)),
                          "negative index other than -1", "-1 or >= 0");
-  }
   check_token_to_req_values(op, a.token_to_req, a.T, a.block_table.size(0));
-  // A row whose largest local lies in a verified prefix of sound columns of its request's table
-  // row is sound; other rows are checked entry by entry (only referenced entries can fail).
-  const BlockTableCheck check(op, a.block_table, a.block_size);
-  std::vector<int64_t> sound(static_cast<size_t>(a.block_table.size(0)), 0);
-  std::vector<char> blocked(sound.size(), 0);
-  for (int64_t t = 0; t < a.T; ++t) {
-    if (row_max[static_cast<size_t>(t)] < 0) continue;
-    const int64_t r = req(t), need = check.column(row_max[static_cast<size_t>(t)]);
-    int64_t& n = sound[static_cast<size_t>(r)];
-    char& stop = blocked[static_cast<size_t>(r)];
-    while (!stop && n <= need) {
-      if (check.ok(r, n))
-        ++n;
-      else
-        stop = 1;
-    }
-    if (need < n) continue;
-    for (int64_t k = 0; k < a.K; ++k) {
-      const int64_t l = topk(t, k);
-      if (l >= 0)
-        check.check(r, check.column(l),
-                    [&] { return Referrer{"topk_indices", {t, k}, l, ""}; });
-    }
-  }
+  if (a.topk_indices.dtype() == DType::I32)
+    check_c4a_refs<int32_t>(op, a.topk_indices, a.token_to_req, a.block_table, a.block_size,
+                            row_max);
+  else
+    check_c4a_refs<int64_t>(op, a.topk_indices, a.token_to_req, a.block_table, a.block_size,
+                            row_max);
   check_token_slot_mapping_values(op, a.token_slot_mapping, a.T);
 }
 

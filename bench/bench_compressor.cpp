@@ -112,10 +112,13 @@ Prepare window_slots_shape(const Head& h, const BatchShape& s) {
     // The state group's block table (I32, as engines keep it); columns no window reads hold
     // other valid page ids.
     auto bt = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(R * MB));
-    for (size_t i = 0; i < bt->size(); ++i) (*bt)[i] = static_cast<int32_t>(i % std::max<int64_t>(st.nb, 1));
-    for (const auto& [key, page] : st.page) (*bt)[key.first * MB + key.second] = static_cast<int32_t>(page);
+    for (size_t i = 0; i < bt->size(); ++i)
+      (*bt)[i] = static_cast<int32_t>(i % static_cast<size_t>(std::max<int64_t>(st.nb, 1)));
+    for (const auto& [key, page] : st.page)
+      (*bt)[key.first * MB + key.second] = static_cast<int32_t>(page);
     auto pos = std::make_shared<std::vector<int64_t>>(st.positions);
-    auto req = std::make_shared<std::vector<int32_t>>(st.token_to_req.begin(), st.token_to_req.end());
+    auto req =
+        std::make_shared<std::vector<int32_t>>(st.token_to_req.begin(), st.token_to_req.end());
     auto out = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(N * W));
     Prepared p;
     p.run = [=](const Options& o) {
@@ -204,7 +207,8 @@ Prepare map_slots_shape(const BatchShape& s) {
         if (L > K || k < L)
           (*local)[t * K + k] = static_cast<int32_t>(L > K ? rng() % L : k);
     }
-    auto req = std::make_shared<std::vector<int32_t>>(st.token_to_req.begin(), st.token_to_req.end());
+    auto req =
+        std::make_shared<std::vector<int32_t>>(st.token_to_req.begin(), st.token_to_req.end());
     auto out = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(N * K));
     Prepared p;
     p.run = [=](const Options& o) {
@@ -227,7 +231,8 @@ const Registrar registrar([] {
       register_op("compress_norm_rope_store", shape, compress_shape(h, s));
     }
     const std::string shape = std::string(kC4Indexer.name) + "/" + s.name;
-    register_op("save_partial_states", "indexer_" + shape, save_partial_states_shape(kC4Indexer, s));
+    register_op("save_partial_states", "indexer_" + shape,
+                save_partial_states_shape(kC4Indexer, s));
     register_op("compress_norm_rope_store_indexer", shape, compress_shape(kC4Indexer, s));
     register_op("map_local_to_global_slots", std::string("C4/") + s.name, map_slots_shape(s));
   }

@@ -112,8 +112,8 @@ struct Inputs {
 std::shared_ptr<std::vector<int64_t>> own_slots(const Step& s, const Table& swa) {
   auto own = std::make_shared<std::vector<int64_t>>();
   for (int64_t t = 0; t < s.T; ++t) {
-    const int64_t p = s.positions[static_cast<size_t>(t)], r = s.token_to_req[static_cast<size_t>(t)];
-    own->push_back(int64_t{swa.entries[static_cast<size_t>(r * swa.MB + p / kP)]} * kP + p % kP);
+    const int64_t p = s.positions[t], r = s.token_to_req[t];
+    own->push_back(int64_t{swa.entries[r * swa.MB + p / kP]} * kP + p % kP);
   }
   return own;
 }

@@ -55,7 +55,7 @@ inline void register_op(const std::string& op, const std::string& shape, const P
       if (threads == 2 && v.name == "ref") continue;
       std::string name = op + "/" + v.name + "/" + shape;
       if (threads == 2) name += "/threads:2";
-      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+      auto body = [=](benchmark::State& state) {
         const Prepared p = prepare();
         Options o;
         o.variant = v.name;
@@ -63,7 +63,8 @@ inline void register_op(const std::string& op, const std::string& shape, const P
         for (auto _ : state) p.run(o);
         state.SetBytesProcessed(state.iterations() * p.bytes);
         if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
-      });
+      };
+      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name.c_str(), body);
       if (threads == 2) b->UseRealTime();  // the work of both threads, in wall time
     }
   }

@@ -1,5 +1,6 @@
 #include "check.hpp"
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -111,6 +112,35 @@ void check_no_overlap(const char* op, const char* out_name, const TensorView& ou
   throw ShapeError(op, out_name, {}, "overlaps " + std::string(in_name),
                    std::string(out_name) + ": memory overlaps input " + in_name +
                        " (expected an output that does not overlap any input)");
+}
+
+BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size,
+                               ColumnWording wording)
+    : op_(op),
+      bt_(block_table),
+      MB_(block_table.size(1)),
+      P_(block_size),
+      max_entry_((INT64_MAX - (block_size - 1)) / block_size),
+      shift_((block_size & (block_size - 1)) == 0
+                 ? __builtin_ctzll(static_cast<unsigned long long>(block_size))
+                 : -1),
+      wording_(wording) {}
+
+void BlockTableRefs::fail(int64_t r, int64_t col, const BlockTableReferrer& by) const {
+  if (col >= MB_)
+    detail::fail<IndexError>(op_, by.argument, by.index, std::to_string(by.value),
+                             std::string(wording_.lead) + "block-table column " +
+                                 std::to_string(col) + " beyond the table" + by.detail,
+                             std::string(wording_.bound) + " < " + std::to_string(MB_));
+  const int64_t entry = bt_(r, col);
+  const std::string referrer = std::string(by.argument) + format_index(by.index) + " = " +
+                               std::to_string(by.value) + by.detail;
+  if (entry < 0)
+    detail::fail<IndexError>(op_, "block_table", {r, col}, std::to_string(entry),
+                             "negative block id referenced by " + referrer, ">= 0");
+  detail::fail<IndexError>(op_, "block_table", {r, col}, std::to_string(entry),
+                           "slot overflows int64, referenced by " + referrer,
+                           "block id * block_size + block_size - 1 <= 2^63 - 1");
 }
 
 }  // namespace dsv4cpu::detail

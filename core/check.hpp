@@ -79,4 +79,56 @@ class IndexReader {
   int64_t s0_ = 0, s1_ = 0;
 };
 
+// ---- block-table references (bad-input.md §3) ----
+
+// The input element that makes a formula read a block-table entry, as messages name it:
+// "<argument><index> = <value><detail>" (`detail` says how the element leads to the entry, e.g.
+// " (window column 6, local index 4)", or is empty).
+struct BlockTableReferrer {
+  const char* argument;
+  std::vector<int64_t> index;
+  int64_t value;
+  std::string detail;
+};
+
+// The entries of a block table [R, MB] (I32 or I64) with block size P that formulas read: a
+// referenced column must be < MB, its entry >= 0, and entry * P + P - 1 must fit int64. Entries
+// no formula reads are never passed here. Failures are IndexErrors:
+//   "<referrer>: <lead>block-table column c beyond the table<detail> (expected <bound> < MB)",
+//   "block_table[r, c] = v: negative block id referenced by <referrer> (expected >= 0)",
+//   "block_table[r, c] = v: slot overflows int64, referenced by <referrer> (expected ...)".
+class BlockTableRefs {
+ public:
+  // How an area words a column beyond the table: `lead` opens the problem, `bound` names the
+  // limit, e.g. {"", "local index / block_size"}.
+  struct ColumnWording {
+    const char* lead;
+    const char* bound;
+  };
+  BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size,
+                 ColumnWording wording);
+  int64_t columns() const noexcept { return MB_; }
+  // The column holding local index l >= 0: l / P (a shift for power-of-two P).
+  int64_t column(int64_t l) const noexcept { return shift_ >= 0 ? l >> shift_ : l / P_; }
+  bool ok(int64_t r, int64_t col) const noexcept {
+    if (col >= MB_) return false;
+    const int64_t entry = bt_(r, col);
+    return entry >= 0 && entry <= max_entry_;
+  }
+  // Checks column `col` of row r; `by()` makes the referrer, only on failure.
+  template <class By>
+  void check(int64_t r, int64_t col, By&& by) const {
+    if (!ok(r, col)) fail(r, col, by());
+  }
+  [[noreturn]] void fail(int64_t r, int64_t col, const BlockTableReferrer& by) const;
+
+ private:
+  const char* op_;
+  IndexReader bt_;
+  int64_t MB_, P_;
+  int64_t max_entry_;  // the largest entry whose slots fit int64: (2^63 - 1 - (P - 1)) / P
+  int shift_;          // log2 P, or -1 when P is not a power of two
+  ColumnWording wording_;
+};
+
 }  // namespace dsv4cpu::detail

@@ -5,6 +5,7 @@
 #include "metadata/optimized.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "metadata/common.hpp"
@@ -190,26 +191,35 @@ void token_positions(const TokenPositionsArgs& a, const RunContext& ctx) {
   });
 }
 
-// §3: a token continuing its predecessor (same request, next position) advances one slot.
+// §3 for tokens [lo, hi): bt[r][p / P] * P + p % P, `column` and `offset` dividing by P (all
+// by value, so the loop keeps them in registers while it stores).
+template <class Pos, class Req, class Bt, class Column, class Offset>
+void slots_range(const Pos* pos, const Req* req, const Bt* bt, int64_t row_stride, int64_t P,
+                 Column column, Offset offset, int64_t lo, int64_t hi, int64_t* out) {
+  for (int64_t t = lo; t < hi; ++t) {
+    const int64_t p = pos[t];
+    out[t] = int64_t{bt[req[t] * row_stride + column(p)]} * P + offset(p);
+  }
+}
+
+// §3 per token on the typed inputs, without a branch (a shift and a mask for power-of-two P).
 void slot_mapping(const SlotMappingArgs& a, const RunContext& ctx) {
-  const Int64Array pos(a.positions), req(a.token_to_req);
-  const IndexReader bt(a.block_table);
-  const int64_t P = a.block_size;
+  const int64_t P = a.block_size, row_stride = a.block_table.stride(0);
   int64_t* out = a.slot_mapping.ptr<int64_t>();
-  parallel_ranges(a.T, a.T, ctx, [&](int64_t lo, int64_t hi) {
-    int64_t r = -1, p = -1, col = 0, off = 0, base = 0;
-    for (int64_t t = lo; t < hi; ++t) {
-      if (req(t) == r && pos(t) - 1 == p && off + 1 < P) {
-        ++off;
+  with_data(a.positions, a.token_to_req, [&](const auto* pos, const auto* req) {
+    with_data(a.block_table, [&](const auto* bt) {
+      const auto run = [&](auto column, auto offset) {
+        parallel_ranges(a.T, a.T, ctx, [&](int64_t lo, int64_t hi) {
+          slots_range(pos, req, bt, row_stride, P, column, offset, lo, hi, out);
+        });
+      };
+      if ((P & (P - 1)) == 0) {
+        const int shift = __builtin_ctzll(static_cast<unsigned long long>(P));
+        run([shift](int64_t p) { return p >> shift; }, [P](int64_t p) { return p & (P - 1); });
       } else {
-        r = req(t);
-        col = pos(t) / P;
-        off = pos(t) % P;
-        base = bt(r, col) * P;
+        run([P](int64_t p) { return p / P; }, [P](int64_t p) { return p % P; });
       }
-      p = pos(t);
-      out[t] = base + off;
-    }
+    });
   });
   std::fill(out + a.T, out + a.padded, int64_t{-1});
 }
@@ -276,23 +286,38 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
   });
 }
 
-// §8: the compressor's optimized map_local_to_global_slots, then the row counts.
+// §8: the compressor's optimized map_local_to_global_slots on blocks of rows; each block's lens
+// are counted from its locals while they are in cache (a slot is >= 0 iff its local is).
 void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext& ctx) {
-  MapLocalToGlobalSlotsArgs map{a.topk_indices, a.token_to_req, a.block_table, a.block_size,
-                                a.indices};
-  map.N = a.T;
-  map.K = a.K;
-  map_local_to_global_slots(map, ctx);
-  const Int64Array own(a.token_slot_mapping);
-  const int64_t K = a.K;
-  const int64_t* indices = a.indices.ptr<const int64_t>();
+  constexpr int64_t kBlockRows = 8;
+  const int64_t K = a.K, row_stride = a.topk_indices.stride(0);
+  const IndexReader own(a.token_slot_mapping);
+  int64_t* indices = a.indices.ptr<int64_t>();
   int32_t* lens = a.lens.ptr<int32_t>();
-  parallel_ranges(a.T, a.T * K, ctx, [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t* row = indices + t * K;
-      const auto valid = std::count_if(row, row + K, [](int64_t s) { return s >= 0; });
-      lens[t] = own.present() && own(t) == -1 ? 0 : static_cast<int32_t>(valid);
-    }
+  const RunContext one_thread{ctx.check_finite, 1};
+  with_data(a.topk_indices, a.token_to_req, [&](const auto* topk, const auto* req) {
+    using L = std::remove_const_t<std::remove_pointer_t<decltype(topk)>>;
+    using U = std::make_unsigned_t<L>;
+    parallel_ranges(a.T, a.T * K, ctx, [&](int64_t lo, int64_t hi) {
+      for (int64_t t0 = lo; t0 < hi; t0 += kBlockRows) {
+        const int64_t n = std::min(kBlockRows, hi - t0);
+        MapLocalToGlobalSlotsArgs map{
+            TensorView(topk + t0 * row_stride, a.topk_indices.dtype(), {n, K}, {row_stride, 1}),
+            TensorView(req + t0, a.token_to_req.dtype(), {n}), a.block_table, a.block_size,
+            TensorView(indices + t0 * K, DType::I64, {n, K})};
+        map.N = n;
+        map.K = K;
+        map_local_to_global_slots(map, one_thread);
+        for (int64_t t = t0; t < t0 + n; ++t) {
+          const L* row = topk + t * row_stride;
+          U negative = 0;  // sign bits
+          for (int64_t k = 0; k < K; ++k)
+            negative += static_cast<U>(row[k]) >> (8 * sizeof(L) - 1);
+          const bool own_minus_one = a.token_slot_mapping.present() && own(t) == -1;
+          lens[t] = own_minus_one ? 0 : static_cast<int32_t>(K - static_cast<int64_t>(negative));
+        }
+      }
+    });
   });
 }
 

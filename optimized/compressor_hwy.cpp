@@ -61,7 +61,8 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
       const TL* l = local + n * ls;
       for (int64_t k = 0; k < K; ++k) {
         const int64_t v = l[k];
-        out[n * K + k] = v < 0 ? -1 : (static_cast<int64_t>(row[v >> shift]) << shift) | (v & (P - 1));
+        out[n * K + k] =
+            v < 0 ? -1 : (static_cast<int64_t>(row[v >> shift]) << shift) | (v & (P - 1));
       }
     }
     return;
@@ -189,12 +190,13 @@ bool Finish(const CompressNormRopeStoreArgs& a, int64_t p, const float* c, uint8
   HWY_ALIGN float v[512];  // the bf16-rounded vector: NoPE dims, then the rotated dims
   const VF vinv = hn::Set(d, inv);
   for (size_t i = 0; i < HD; i += N) {
-    const VF x = hn::Mul(hn::Mul(hn::Load(d, c + i), vinv), hn::LoadU(d, weight + i));
+    const VF x = hn::Mul(hn::Mul(hn::LoadU(d, c + i), vinv), hn::LoadU(d, weight + i));
     hn::Store(x, d, n + i);
     if (i < nope) hn::Store(RoundBf16(x), d, v + i);
   }
   // RoPE on n[nope..HD) with table row p0 = (p / r)·r, then bf16 (interleaved order kept).
-  const float* cs = a.cos_sin_cache.ptr<const float>() + (p / a.compress_ratio) * a.compress_ratio * 64;
+  const int64_t p0 = (p / a.compress_ratio) * a.compress_ratio;
+  const float* cs = a.cos_sin_cache.ptr<const float>() + p0 * 64;
   RopePairs(cs, cs + 32, n + nope, 32, n + nope);
   HWY_ALIGN uint32_t rope_bits[64];
   for (size_t k = 0; k < 64; k += N) {
@@ -260,7 +262,8 @@ namespace {
 // that every thread gets at least `min_units` (small calls stay on the calling thread).
 int threads_for(const RunContext& ctx, int64_t units, int64_t min_units) {
   if (ctx.num_threads > 0) return ctx.num_threads;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(thread_count(ctx), units / min_units)));
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(thread_count(ctx), units / min_units)));
 }
 
 // Splits [0, n) into `parts` contiguous ranges and runs f(begin, end) on each.

@@ -1,7 +1,7 @@
 // The AVX-512-BF16 logits kernel (indexer.md §4.3): VDPBF16PS dot products with heads in the
 // lanes, the query row in the VNNI layout and each key pair broadcast; key conversion from
-// indexer_avx512.hpp, epilogue from indexer_bf16.hpp. Built with AVX-512 F/BW/VL/DQ/BF16 flags; nothing here runs unless
-// avx512bf16_available().
+// indexer_avx512.hpp, epilogue as in indexer_bf16.hpp. Built with AVX-512 F/BW/VL/DQ/BF16 flags;
+// nothing here runs unless avx512bf16_available().
 //
 // VDPBF16PS treats bf16 subnormal inputs as zero and flushes subnormal results (numerics.md §9):
 // decoded fp8 values are normal bf16, and every partial dot product is a multiple of 2⁻¹⁸, so
@@ -16,10 +16,12 @@
 namespace dsv4cpu::detail::opt {
 namespace {
 
-// Register block: NK keys × G groups of 16 heads accumulate over the 64 pairs;
-// dots[k][16g + i] (row stride kHeadChunk) receives head h0 + 16g + i of key k.
+// Register block: NK keys × G groups of 16 heads accumulate over the 64 pairs; then the first
+// epilogue step (epilogue_accumulate of indexer_bf16.hpp, in registers): for g ascending,
+// lanes[k] = fma(w[h0 + 16g .. + 15], relu(dot), lanes[k]).
 template <int G, int NK>
-void dots_micro(const uint16_t* keys, const uint16_t* q, int64_t Hp, int64_t h0, float* dots) {
+void dots_micro(const uint16_t* keys, const uint16_t* q, int64_t Hp, int64_t h0, const float* w,
+                float (*lanes)[16]) {
   __m512 acc[NK][G];
 #pragma GCC unroll 8
   for (int k = 0; k < NK; ++k)
@@ -39,14 +41,21 @@ void dots_micro(const uint16_t* keys, const uint16_t* q, int64_t Hp, int64_t h0,
         acc[k][g] = _mm512_dpbf16_ps(acc[k][g], (__m512bh)qv[g], (__m512bh)kv);
     }
   }
+  const __m512 zero = _mm512_setzero_ps();
 #pragma GCC unroll 8
-  for (int k = 0; k < NK; ++k)
+  for (int k = 0; k < NK; ++k) {
+    __m512 l = _mm512_loadu_ps(lanes[k]);
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) _mm512_storeu_ps(dots + k * kHeadChunk + 16 * g, acc[k][g]);
+    for (int g = 0; g < G; ++g)  // max(dot, +0) is +0 for −0 (NaN keys are patched later)
+      l = _mm512_fmadd_ps(_mm512_loadu_ps(w + h0 + 16 * g),
+                          _mm512_maskz_max_ps(__mmask16(0xFFFF), acc[k][g], zero), l);
+    _mm512_storeu_ps(lanes[k], l);
+  }
 }
 
 constexpr int kMaxKeys = 6;  // 6 keys × 4 groups = 24 accumulators + 4 query registers
-using DotsMicro = void (*)(const uint16_t*, const uint16_t*, int64_t, int64_t, float*);
+using DotsMicro = void (*)(const uint16_t*, const uint16_t*, int64_t, int64_t, const float*,
+                          float (*)[16]);
 
 // Micro<S>::fn[G − 1][NK − 1] = dots_micro<G, NK>.
 template <class Seq>
@@ -62,7 +71,6 @@ using Micros = Micro<std::make_integer_sequence<int, kMaxKeys>>;
 
 void bf16_block(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* out) {
   alignas(64) uint16_t kb[kKeyBlock * kDim];
-  alignas(64) float dots[kKeyBlock * kHeadChunk];
   alignas(64) float lanes[kKeyBlock][16] = {};
   bool nan[kKeyBlock];
   convert_keys_avx512(keys, n, n, kb, nan);
@@ -72,9 +80,8 @@ void bf16_block(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* 
     const DotsMicro* micro = Micros::fn[nh / 16 - 1];
     for (int64_t k0 = 0; k0 < n; k0 += kMaxKeys) {
       const int64_t nk = n - k0 < kMaxKeys ? n - k0 : kMaxKeys;
-      micro[nk - 1](kb + k0 * kDim, q, row.Hp, h0, dots + k0 * kHeadChunk);
+      micro[nk - 1](kb + k0 * kDim, q, row.Hp, h0, row.w, lanes + k0);
     }
-    epilogue_accumulate(dots, kHeadChunk, n, h0, nh, row.w, lanes);
   }
   epilogue_finish(lanes, n, keys, nan, row.H, out);
 }

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -45,15 +46,16 @@ class PreparedRows {
   std::vector<float> w_;
 };
 
-// Keys j0 .. j0 + n − 1 of page-table row `pt_row` (indexer.md §3): entry j % P of page
-// pt[j / P]. Only the page-table entries of those keys are read.
-void gather_keys(const IndexerKCache& kv, const IndexReader& pt, int64_t pt_row, int64_t j0,
-                 int64_t n, KeyBlock& keys) {
+// Where keys j0 .. j0 + n − 1 of page-table row `pt_row` live (indexer.md §3): entry e = j % P
+// of page pt[j / P], codes into keys.codes, the address of its raw fp32 scale (byte P·128 + 4e of
+// the page) into `scales`. Only the page-table entries of those keys are read.
+void locate_keys(const IndexerKCache& kv, const IndexReader& pt, int64_t pt_row, int64_t j0,
+                 int64_t n, KeyBlock& keys, const uint8_t** scales) {
   const int64_t P = kv.block_size();
   int64_t col = j0 / P, e = j0 % P, page = pt(pt_row, col);
   for (int64_t k = 0; k < n; ++k) {
     keys.codes[k] = kv.codes(page, e);
-    keys.scale[k] = kv.scale(page, e);
+    scales[k] = kv.codes(page, 0) + P * kIndexerHeadDim + 4 * e;
     if (++e == P && k + 1 < n) {
       e = 0;
       page = pt(pt_row, ++col);
@@ -61,26 +63,30 @@ void gather_keys(const IndexerKCache& kv, const IndexReader& pt, int64_t pt_row,
   }
 }
 
-// Calls f(jb, n, keys) for the blocks of keys [j0, j1) of page-table row `pt_row`, in order;
-// while one block is scored, the codes of the next are prefetched (pages are scattered, so the
-// hardware prefetcher cannot follow them).
+// Calls f(jb, n, keys) for the blocks of keys [j0, j1) of page-table row `pt_row`, in order.
+// The pages are scattered, so the hardware prefetcher cannot follow them: while one block is
+// scored, the codes and scales of the next are prefetched, and its scales are read only when its
+// turn comes.
 template <class F>
 void for_each_block(const IndexerKCache& kv, const IndexReader& pt, int64_t pt_row, int64_t j0,
                     int64_t j1, const F& f) {
   KeyBlock blocks[2];
+  const uint8_t* scales[2][kKeyBlock];
   int cur = 0;
-  if (j0 < j1) gather_keys(kv, pt, pt_row, j0, std::min(kKeyBlock, j1 - j0), blocks[cur]);
+  if (j0 < j1) locate_keys(kv, pt, pt_row, j0, std::min(kKeyBlock, j1 - j0), blocks[0], scales[0]);
   for (int64_t jb = j0; jb < j1; jb += kKeyBlock) {
-    const int64_t next = jb + kKeyBlock;
+    const int64_t n = std::min(kKeyBlock, j1 - jb), next = jb + kKeyBlock;
     if (next < j1) {
       const int64_t m = std::min(kKeyBlock, j1 - next);
-      gather_keys(kv, pt, pt_row, next, m, blocks[1 - cur]);
+      locate_keys(kv, pt, pt_row, next, m, blocks[1 - cur], scales[1 - cur]);
       for (int64_t k = 0; k < m; ++k) {
         __builtin_prefetch(blocks[1 - cur].codes[k]);
         __builtin_prefetch(blocks[1 - cur].codes[k] + 64);
+        __builtin_prefetch(scales[1 - cur][k]);
       }
     }
-    f(jb, std::min(kKeyBlock, j1 - jb), blocks[cur]);
+    for (int64_t k = 0; k < n; ++k) std::memcpy(&blocks[cur].scale[k], scales[cur][k], 4);
+    f(jb, n, blocks[cur]);
     cur = 1 - cur;
   }
 }

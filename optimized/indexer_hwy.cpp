@@ -122,8 +122,10 @@ void BlockF32(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* ou
   for (int64_t k = 0; k < n; ++k) nan[k] = DecodeRow(keys.codes[k], kf + k * kDim);
   const auto* qt = static_cast<const float*>(row.q);
   const int64_t chunk = static_cast<int64_t>(kGroups) * N;
-  for (int64_t h0 = 0; h0 < row.Hp; h0 += chunk) {
-    const int64_t groups = std::min(chunk, row.Hp - h0) / N;
+  // Heads past H rounded up to Lanes are zero padding: skipping them changes nothing.
+  const int64_t heads = (row.H + N - 1) / N * N;
+  for (int64_t h0 = 0; h0 < heads; h0 += chunk) {
+    const int64_t groups = std::min(chunk, heads - h0) / N;
     const auto& micro = kMicro[static_cast<size_t>(groups - 1)];
     for (int64_t k0 = 0; k0 < n; k0 += static_cast<int64_t>(kKeys)) {
       const int64_t nk = std::min(static_cast<int64_t>(kKeys), n - k0);

@@ -11,9 +11,10 @@
 
 namespace dsv4cpu::detail::opt {
 
-// Keys per kernel call and keys per unit of parallel work.
-inline constexpr int64_t kKeyBlock = 32;
-inline constexpr int64_t kKeyChunk = 512;
+// Keys per kernel call (three AMX tiles of 16 rows, eight AVX-512 register blocks of 6) and keys
+// per unit of parallel work.
+inline constexpr int64_t kKeyBlock = 48;
+inline constexpr int64_t kKeyChunk = 12 * kKeyBlock;
 
 // Heads are padded to a multiple of 16 with zero queries and zero weights: a padded head adds
 // fma(0, relu(0), acc) = acc exactly, so padding changes no value.

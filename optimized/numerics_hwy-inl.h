@@ -168,7 +168,8 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
 HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, const float* x,
                           size_t n, float* out) {
 #if HWY_TARGET == HWY_SCALAR
-  for (size_t i = 0; i < n; ++i) rope_pair(x[2 * i], x[2 * i + 1], c[i], s[i], &out[2 * i], &out[2 * i + 1]);
+  for (size_t i = 0; i < n; ++i)
+    rope_pair(x[2 * i], x[2 * i + 1], c[i], s[i], &out[2 * i], &out[2 * i + 1]);
 #else
   const DF d;
   const size_t N = hn::Lanes(d);

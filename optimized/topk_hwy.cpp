@@ -40,7 +40,7 @@ using DU = hn::RebindToUnsigned<DF>;
 using VF = hn::Vec<DF>;
 
 constexpr int64_t kRuns = 256, kRunLength = 16;  // the sample of a long row
-constexpr int64_t kSurvivorsPerK = 2;            // the sample aims at this many candidates per output
+constexpr int64_t kSurvivorsPerK = 2;            // candidates per output the sample aims at
 
 // §5.3 as an unsigned key: larger key ranks first; NaN is 0 (below −inf), −0 and +0 are equal.
 inline uint32_t OrderKey(float x) {
@@ -224,7 +224,7 @@ void CanonicalRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratc
     if (std::isnan(s[i])) out[m++] = static_cast<int32_t>(i);
 }
 
-// §5.4 heap, structure of arrays: scores hs, indices hi.
+// §5.4 heap, structure of arrays: the scores s[] and the indices i[] of the elements.
 struct Heap {
   float* s;
   int32_t* i;

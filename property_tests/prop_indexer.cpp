@@ -1,6 +1,7 @@
 // Properties of the indexer ops (indexer.md §2, §4, §5, §7, §8) for every registered variant, on
 // every compiled Highway target ("hwy") and with 1 and 2 threads (which must give identical bytes):
-//   fused_indexer_q_rope_quant  bit-exact with the reference, same error when weights_out overflows;
+//   fused_indexer_q_rope_quant  bit-exact with the reference (the same error when weights_out
+//                               overflows);
 //   fp8_paged_mqa_logits        every value within the bound B of the exact binary64 logits
 //                               (numerics.md §11.6), −inf past each row, NaN exactly at NaN keys;
 //   topk_transform_512 / 1024   exactly the reference's indices (both modes, page transform);
@@ -48,19 +49,26 @@ std::vector<std::string> variants_to_test(const std::string& op, bool amx_only) 
   return out;
 }
 
-// Calls body(variant, threads, label) for each variant, for "hwy" once per Highway target, and
-// for 1 and 2 threads; `same` compares the two thread counts' outputs.
+// Calls body(variant, threads, label) for each variant with 1 and then 2 threads; "hwy" runs on
+// every Highway target, with 2 threads on the first (the best; the threading is the same driver
+// code for every target).
 template <class Body>
 void for_each_run(const std::string& op, const std::vector<std::string>& variants,
                   const Body& body) {
   for (const std::string& v : variants) {
-    auto threads_loop = [&](const std::string& label) {
-      for (int threads : kThreadCounts) body(v, threads, label + " " + std::to_string(threads) + "t");
+    auto threads_loop = [&](const std::string& label, bool both) {
+      for (int threads : kThreadCounts)
+        if (threads == 1 || both) body(v, threads, label + " " + std::to_string(threads) + "t");
     };
-    if (v == "hwy")
-      for_each_target(op, [&](const std::string& target) { threads_loop(v + "/" + target); });
-    else
-      threads_loop(v);
+    if (v == "hwy") {
+      bool first = true;
+      for_each_target(op, [&](const std::string& target) {
+        threads_loop(v + "/" + target, first);
+        first = false;
+      });
+    } else {
+      threads_loop(v, true);
+    }
   }
 }
 
@@ -151,7 +159,7 @@ rc::Gen<LogitsCase> gen_logits_case() {
     c.B = *rc::gen::inRange<int64_t>(0, 4);
     c.next_n = *rc::gen::weightedElement<int64_t>({{3, 1}, {1, 2}, {1, 3}});
     c.lens_2d = c.next_n > 1 && *rc::gen::arbitrary<bool>();
-    const int64_t max_len = std::min<int64_t>(3 * c.P + 3, 700);
+    const int64_t max_len = std::min<int64_t>(3 * c.P + 3, 800);
     const auto len = rc::gen::weightedOneOf<int64_t>(
         {{3, rc::gen::inRange<int64_t>(0, std::min<int64_t>(max_len, 40) + 1)},
          {2, rc::gen::inRange<int64_t>(0, max_len + 1)}});
@@ -181,7 +189,7 @@ void logits_property(const LogitsCase& c, const std::vector<std::string>& varian
   int64_t S = 0;
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t j = 0; j < c.next_n; ++j) {
-      keys_of[static_cast<size_t>(b)] = std::max(keys_of[static_cast<size_t>(b)], c.row_length(b, j));
+      keys_of[size_t(b)] = std::max(keys_of[size_t(b)], c.row_length(b, j));
       S = std::max(S, c.row_length(b, j));
     }
   S += c.S_pad;
@@ -497,16 +505,20 @@ std::ostream& operator<<(std::ostream& os, const StepCase& c) {
 rc::Gen<StepCase> gen_step_case() {
   return rc::gen::exec([] {
     StepCase c;
-    c.H = *rc::gen::weightedElement<int64_t>({{3, 4}, {1, 1}, {1, 16}, {1, 64}});
+    // Few heads: the pipeline (rows, lengths, selection) is the subject here; the logits kernels
+    // at H = 64 are covered by the fp8_paged_mqa_logits property.
+    c.H = *rc::gen::weightedElement<int64_t>({{4, 4}, {2, 1}, {2, 2}, {1, 16}});
     c.P = *rc::gen::element<int64_t>(16, 64, 256);
     c.mode = *rc::gen::element(TopkMode::canonical, TopkMode::vllm);
     const int R = *rc::gen::inRange(0, 4);
     const int decodes = *rc::gen::inRange(0, R + 1);
     std::vector<int64_t> entries;
     for (int r = 0; r < R; ++r) {
-      const int64_t q = r < decodes ? 1 : *rc::gen::inRange<int64_t>(2, 5);
+      const int64_t q = r < decodes ? 1 : *rc::gen::inRange<int64_t>(2, 4);
       const int64_t len = *rc::gen::weightedOneOf<int64_t>(
-          {{1, rc::gen::inRange<int64_t>(q, 2060)}, {2, rc::gen::inRange<int64_t>(2040, 5000)}});
+          {{2, rc::gen::inRange<int64_t>(q, 2060)},
+           {3, rc::gen::inRange<int64_t>(2040, 2800)},
+           {1, rc::gen::inRange<int64_t>(2800, 4200)}});
       c.query_lens.push_back(q);
       c.seq_lens.push_back(std::max(len, q));
       entries.push_back(c.seq_lens.back() / 4);

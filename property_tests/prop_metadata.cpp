@@ -48,8 +48,10 @@ void check_opt_against_ref(const char* op, const std::vector<Output>& outputs, c
   const Outcome ref = capture([&] { ref_summary = call(variant("ref", 1), expected); });
   RC_TAG(ref.kind.empty() ? "writes" : ref.kind);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!ref.kind.empty()) assert_same_bytes(expected[i], outputs[i].bytes, std::string(op) + " (ref) wrote before throwing");
-    assert_same_bytes(expected[i].data(), outputs[i].bytes.data(), kGuard, std::string(op) + " (ref) guard");
+    if (!ref.kind.empty())
+      assert_same_bytes(expected[i], outputs[i].bytes, std::string(op) + " (ref) wrote, then threw");
+    assert_same_bytes(expected[i].data(), outputs[i].bytes.data(), kGuard,
+                      std::string(op) + " (ref) guard");
     assert_same_bytes(expected[i].data() + expected[i].size() - kGuard,
                       outputs[i].bytes.data() + expected[i].size() - kGuard, kGuard,
                       std::string(op) + " (ref) guard");
@@ -63,7 +65,8 @@ void check_opt_against_ref(const char* op, const std::vector<Output>& outputs, c
     if (!(out == ref))
       RC_FAIL(where + ": outcome '" + out.message + "' (" + out.kind + "), reference '" +
               ref.message + "' (" + ref.kind + ")");
-    if (summary != ref_summary) RC_FAIL(where + ": returned " + summary + ", reference " + ref_summary);
+    if (summary != ref_summary)
+      RC_FAIL(where + ": returned " + summary + ", reference " + ref_summary);
     for (size_t i = 0; i < outputs.size(); ++i)
       assert_same_bytes(got[i], expected[i], where + ", output " + std::to_string(i));
   }
@@ -86,7 +89,8 @@ std::ostream& operator<<(std::ostream& os, const MetaCase& c) {
             << ", pad_tokens=" << c.pad_tokens << ", qsl " << dtype_name(c.qsl_dtype)
             << ", seq_lens " << dtype_name(c.seq_dtype) << ", positions "
             << dtype_name(c.pos_dtype) << ", token_to_req " << dtype_name(c.req_dtype)
-            << ", token_slot_mapping " << (c.own_slot_minus_one_in ? dtype_name(c.own_slot_dtype) : "absent")
+            << ", token_slot_mapping "
+            << (c.own_slot_minus_one_in ? dtype_name(c.own_slot_dtype) : "absent")
             << " (-1 one in " << c.own_slot_minus_one_in << "), " << c.seed << "}";
 }
 
@@ -140,7 +144,9 @@ struct MetaArrays {
     token_to_req = IndexArray(req, c.req_dtype, T, kVector, 0, rng());
     std::vector<int64_t> own(static_cast<size_t>(T));
     for (auto& s : own)
-      s = c.own_slot_minus_one_in && rng() % c.own_slot_minus_one_in == 0 ? -1 : static_cast<int64_t>(rng() % 100000);
+      s = c.own_slot_minus_one_in && rng() % c.own_slot_minus_one_in == 0
+              ? -1
+              : static_cast<int64_t>(rng() % 100000);
     own_slot = IndexArray(own, c.own_slot_dtype, T, kVector, 0, rng());
   }
   TensorView own_slot_view(const MetaCase& c) const {
@@ -235,7 +241,8 @@ RC_GTEST_PROP(C128aDecodeMetadata, OptEqualsReference, ()) {
   for (int64_t p : m.pos) widest = std::max(widest, (p + 1) / 128);
   const int64_t max_model_len = longest + *rc::gen::inRange<int64_t>(0, 300);
   const int64_t wmax = c128a_decode_max_width(max_model_len);
-  const int64_t active = std::min(wmax, (widest + 127) / 128 * 128 + 128 * *rc::gen::inRange<int64_t>(0, 2));
+  const int64_t active =
+      std::min(wmax, (widest + 127) / 128 * 128 + 128 * *rc::gen::inRange<int64_t>(0, 2));
   const int64_t nd = c.batch.num_decodes;
   const std::vector<Output> outs = {Output(DType::I64, {nd, active}, rng),
                                     Output(DType::I32, {nd}, rng),
@@ -286,7 +293,8 @@ std::string describe(const IndexerMetadata& md) {
      << md.split.num_prefill_tokens << " ";
   print_vec(os, "compressed_seq_lens", md.compressed_seq_lens);
   if (md.decode) {
-    os << "decode{requires_padding=" << md.decode->requires_padding << " next_n=" << md.decode->next_n << " ";
+    os << "decode{requires_padding=" << md.decode->requires_padding
+       << " next_n=" << md.decode->next_n << " ";
     print_vec(os, "decode_lens", md.decode->decode_lens);
     print_vec(os, "decode_seq_lens", md.decode->decode_seq_lens);
     os << "} ";

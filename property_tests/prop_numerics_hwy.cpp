@@ -22,16 +22,19 @@ void ExpN(const float* x, uint32_t* y, size_t n) {
 void FmaN(const float* a, const float* b, const float* c, uint32_t* y, size_t n) {
   const DF d;
   for (size_t i = 0; i < n; i += hn::Lanes(d))
-    hn::StoreU(hn::BitCast(DU(), Fma(hn::LoadU(d, a + i), hn::LoadU(d, b + i), hn::LoadU(d, c + i))),
-               DU(), y + i);
+    hn::StoreU(
+        hn::BitCast(DU(), Fma(hn::LoadU(d, a + i), hn::LoadU(d, b + i), hn::LoadU(d, c + i))),
+        DU(), y + i);
 }
 void Bf16N(const float* x, uint32_t* y, size_t n) {
   const DF d;
-  for (size_t i = 0; i < n; i += hn::Lanes(d)) hn::StoreU(Bf16Bits(hn::LoadU(d, x + i)), DU(), y + i);
+  for (size_t i = 0; i < n; i += hn::Lanes(d))
+    hn::StoreU(Bf16Bits(hn::LoadU(d, x + i)), DU(), y + i);
 }
 void E4m3N(const float* x, uint32_t* y, size_t n) {
   const DF d;
-  for (size_t i = 0; i < n; i += hn::Lanes(d)) hn::StoreU(E4m3Sat(hn::LoadU(d, x + i)), DU(), y + i);
+  for (size_t i = 0; i < n; i += hn::Lanes(d))
+    hn::StoreU(E4m3Sat(hn::LoadU(d, x + i)), DU(), y + i);
 }
 float SumSquaresN(const float* x, size_t n) { return SumSquares16(x, n); }
 void RopeN(const float* c, const float* s, const float* x, size_t pairs, float* out) {
@@ -136,7 +139,8 @@ RC_GTEST_PROP(NumericsHwy, FmaIsOneRounding, ()) {
   for_each_target([&](const std::string& target) {
     HWY_DYNAMIC_DISPATCH(detail::opt::FmaN)(a.data(), b.data(), c.data(), got.data(), kValues);
     for (size_t i = 0; i < kValues; ++i)  // any two NaNs match (numerics.md §11.1)
-      if (got[i] != want[i] && !(std::isnan(f32_from_bits(got[i])) && std::isnan(f32_from_bits(want[i]))))
+      if (got[i] != want[i] &&
+          !(std::isnan(f32_from_bits(got[i])) && std::isnan(f32_from_bits(want[i]))))
         RC_FAIL("fma on " + target + " differs for lane " + std::to_string(i));
   });
 }
@@ -152,7 +156,8 @@ RC_GTEST_PROP(NumericsHwy, Bf16AndE4m3LanesEqualScalar, ()) {
       case 2: v = std::ldexp(uniform(rng, -1.0f, 1.0f), -static_cast<int>(rng() % 140)); break;
       // Ties: a bf16 midpoint, an e4m3 midpoint of the normal or subnormal range.
       default:
-        v = near(rng, std::ldexp(static_cast<float>(2 * (rng() % 16) + 17), static_cast<int>(rng() % 20) - 14));
+        v = near(rng, std::ldexp(static_cast<float>(2 * (rng() % 16) + 17),
+                                 static_cast<int>(rng() % 20) - 14));
     }
   }
   std::vector<uint32_t> want(kValues), got(kValues);
@@ -174,7 +179,8 @@ RC_GTEST_PROP(NumericsHwy, SumSquaresAndRopeEqualScalar, ()) {
   const size_t n = *rc::gen::element<size_t>(16, 64, 128, 512);
   const int spread = *rc::gen::inRange(0, 60);  // exponent spread of the values
   std::vector<float> x(n);
-  for (float& v : x) v = std::ldexp(uniform(rng, -1.0f, 1.0f), static_cast<int>(rng() % (spread + 1)) - spread / 2);
+  for (float& v : x)
+    v = std::ldexp(uniform(rng, -1.0f, 1.0f), static_cast<int>(rng() % (spread + 1)) - spread / 2);
   for_each_target([&](const std::string& target) {
     const float got = HWY_DYNAMIC_DISPATCH(detail::opt::SumSquaresN)(x.data(), n);
     RC_ASSERT(f32_bits(got) == f32_bits(sum_squares16(x.data(), static_cast<int>(n))));

@@ -246,7 +246,7 @@ void check_against_exact(const AmxCase& c, uint64_t seed) {
   std::vector<float> out(static_cast<size_t>(c.L));
   EmulatedTiles tiles;
   for (int64_t j0 = 0; j0 < c.L;) {
-    const int64_t n = std::min<int64_t>(1 + static_cast<int64_t>(rng() % 32), c.L - j0);
+    const int64_t n = std::min<int64_t>(1 + static_cast<int64_t>(rng() % opt::kKeyBlock), c.L - j0);
     KeyBlock keys{};
     for (int64_t k = 0; k < n; ++k) {
       const int64_t j = j0 + k, page = table[static_cast<size_t>(j / c.P)];
@@ -300,7 +300,8 @@ bool cpuinfo_has(const std::string& flag) {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
   return false;
 }
 
