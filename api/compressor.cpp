@@ -133,20 +133,28 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   const float* ape = a.ape.ptr<const float>();
   for (const auto& [name, view] : {std::pair<const char*, const TensorView*>{"kv", &a.kv},
                                    {"score", &a.score}})
-    for (int64_t t = 0; t < a.N; ++t)
-      if (slot(t) >= 0)
-        for (int64_t i = 0; i < a.SW; ++i) check_finite_element(op, name, {t, i}, row(*view, t)[i]);
-  for (int64_t t = 0; t < a.N; ++t)
-    if (slot(t) >= 0)
-      for (int64_t i = 0; i < a.SW; ++i)
-        check_finite_element(op, "ape", {pos(t) % a.r, i}, ape[(pos(t) % a.r) * a.SW + i]);
+    for (int64_t t = 0; t < a.N; ++t) {
+      if (slot(t) < 0) continue;
+      const float* x = row(*view, t);
+      const int64_t i = first_non_finite(a.SW, [x](int64_t k) { return x[k]; });
+      if (i < a.SW) check_finite_element(op, name, {t, i}, x[i]);
+    }
+  std::vector<int64_t> ape_bad(static_cast<size_t>(a.r));  // first non-finite column per ape row
+  for (int64_t q = 0; q < a.r; ++q)
+    ape_bad[static_cast<size_t>(q)] =
+        first_non_finite(a.SW, [&](int64_t k) { return ape[q * a.SW + k]; });
+  for (int64_t t = 0; t < a.N; ++t) {
+    const int64_t q = pos(t) % a.r, i = ape_bad[static_cast<size_t>(q)];
+    if (slot(t) >= 0 && i < a.SW) check_finite_element(op, "ape", {q, i}, ape[q * a.SW + i]);
+  }
   // (f) the computed sums RN(score + ape) (finite inputs can overflow).
-  for (int64_t t = 0; t < a.N; ++t)
-    if (slot(t) >= 0)
-      for (int64_t i = 0; i < a.SW; ++i) {
-        const float sum = row(a.score, t)[i] + ape[(pos(t) % a.r) * a.SW + i];
-        if (!std::isfinite(sum)) fail_intermediate(op, t, pos(t), "score + ape channel", i, sum);
-      }
+  for (int64_t t = 0; t < a.N; ++t) {
+    if (slot(t) < 0) continue;
+    const float* s = row(a.score, t);
+    const float* e = ape + (pos(t) % a.r) * a.SW;
+    const int64_t i = first_non_finite(a.SW, [s, e](int64_t k) { return s[k] + e[k]; });
+    if (i < a.SW) fail_intermediate(op, t, pos(t), "score + ape channel", i, s[i] + e[i]);
+  }
 }
 
 // ---- map_local_to_global_slots (compressor.md §4.1) ----

@@ -1,6 +1,8 @@
 // Argument checking helpers (bad-input.md): uniform messages, I32/I64 index reads.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -56,6 +58,27 @@ inline void check_index_array(const char* op, const char* name, const TensorView
 // ShapeError when an output's bytes overlap an input's.
 void check_no_overlap(const char* op, const char* out_name, const TensorView& out,
                       const char* in_name, const TensorView& in);
+
+// Index of the first NaN or ±inf among value(0) .. value(n − 1), or n. Blocks are scanned
+// branch-free on the exponent bits so that the passing path vectorises.
+template <class Value>
+int64_t first_non_finite(int64_t n, Value value) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = n < b + kBlock ? n : b + kBlock;
+    uint32_t bad = 0;
+    for (int64_t i = b; i < e; ++i) {
+      const float v = value(i);
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      bad |= static_cast<uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+    }
+    if (bad)
+      for (int64_t i = b; i < e; ++i)
+        if (!std::isfinite(value(i))) return i;
+  }
+  return n;
+}
 
 // Reads an I32 or I64 view as int64 through its strides (rank <= 2).
 class IndexReader {
