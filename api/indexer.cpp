@@ -66,7 +66,8 @@ void check_topk_output(const char* op, const char* name, const TensorView& v, in
 // bad-input.md §4: a NaN code (0x7F, 0xFF) in a contiguous F8_E4M3 array.
 void check_fp8_codes(const char* op, const char* name, const TensorView& v) {
   const uint8_t* c = v.ptr<const uint8_t>();
-  for (int64_t i = 0; i < v.numel(); ++i) {
+  const int64_t n = v.numel();
+  for (int64_t i = 0; i < n; ++i) {
     if ((c[i] & 0x7F) != 0x7F) continue;
     char text[8];
     std::snprintf(text, sizeof text, "0x%02X", static_cast<unsigned>(c[i]));
@@ -78,10 +79,11 @@ void check_fp8_codes(const char* op, const char* name, const TensorView& v) {
 // NaN or ±inf in a contiguous F32 array.
 void check_finite_f32(const char* op, const char* name, const TensorView& v) {
   const float* x = v.ptr<const float>();
-  for (int64_t i = 0; i < v.numel(); ++i)
-    if (!std::isfinite(x[i]))
-      fail<NonFiniteError>(op, name, unflatten(v, i), format_float(x[i]), "not finite",
-                           "a finite value");
+  const int64_t n = v.numel();
+  const int64_t i = first_non_finite(n, [x](int64_t k) { return x[k]; });
+  if (i < n)
+    fail<NonFiniteError>(op, name, unflatten(v, i), format_float(x[i]), "not finite",
+                         "a finite value");
 }
 
 // ---- fused_indexer_q_rope_quant (indexer.md §2) ----

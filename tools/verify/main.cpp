@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,6 +92,29 @@ bool write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+// Per-op summary: cases passed and failed per op, with the variants that ran.
+static void print_op_table(const std::vector<CaseResult>& results, size_t width) {
+  struct Row {
+    size_t passed = 0, failed = 0;
+    std::set<std::string> variants;
+  };
+  std::map<std::string, Row> rows;
+  for (const CaseResult& r : results) {
+    Row& row = rows[r.op];
+    (r.pass ? row.passed : row.failed) += 1;
+    row.variants.insert(r.variant);
+  }
+  std::cout << "\n" << std::left << std::setw(static_cast<int>(width)) << "op" << "  passed  failed  variants\n";
+  for (const auto& [op, row] : rows) {
+    std::string variants;
+    for (const std::string& v : row.variants) variants += (variants.empty() ? "" : ", ") + v;
+    std::cout << std::left << std::setw(static_cast<int>(width)) << op << "  " << std::right
+              << std::setw(6) << row.passed << "  " << std::setw(6) << row.failed << "  "
+              << variants << "\n";
+  }
+  std::cout << "\n";
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"Checks dsv4cpu against dsv4cpu-fixture/1 safetensors files.", "dsv4cpu-verify"};
   std::string impl = "all";
@@ -142,6 +168,7 @@ int main(int argc, char** argv) {
     }
   }
   const size_t failed = results.size() - passed;
+  print_op_table(results, width);
   std::cout << passed << " passed, " << failed << " failed" << std::endl;
 
   bool reports_ok = true;
