@@ -81,6 +81,7 @@ Prepare logits_shape(int64_t batch, int64_t L) {
     };
     p.bytes = batch * (L * kEntry + kH * 128 + kH * 4 + cache->pages_per_row * 4 + 4 + L * 4);
     p.items = batch * L;  // keys scored
+    p.flops = p.items * kH * 128 * 2;  // one multiply-add per head and dim of every key
     return p;
   };
 }
@@ -126,6 +127,7 @@ Prepare indexer_topk_shape(int64_t batch, int64_t L) {
     };
     p.bytes = batch * (L * kEntry + kH * 128 + kH * 4 + cache->pages_per_row * 4 + 12 + 512 * 4);
     p.items = batch * L;
+    p.flops = p.items * kH * 128 * 2;
     return p;
   };
 }

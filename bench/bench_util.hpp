@@ -33,6 +33,7 @@ struct Prepared {
   Iteration run;
   int64_t bytes = 0;  // read + written per iteration
   int64_t items = 0;  // optional: work items per iteration (e.g. emitting tokens), 0 = none
+  int64_t flops = 0;  // optional: arithmetic operations per iteration (compute-bound ops), 0 = none
 };
 
 // Builds the data of a shape (called once per registered run, outside the timed loop).
@@ -63,6 +64,9 @@ inline void register_op(const std::string& op, const std::string& shape, const P
         for (auto _ : state) p.run(o);
         state.SetBytesProcessed(state.iterations() * p.bytes);
         if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
+        if (p.flops > 0)  // "flops": FLOP/s, compared with the ISA's peak by the dashboard
+          state.counters["flops"] = benchmark::Counter(
+              static_cast<double>(state.iterations() * p.flops), benchmark::Counter::kIsRate);
       };
       benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name.c_str(), body);
       if (threads == 2) b->UseRealTime();  // the work of both threads, in wall time
