@@ -1,50 +1,6 @@
-#include "check.hpp"
-
-#include <climits>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <sstream>
+#include "core/check.hpp"
 
 namespace dsv4cpu::detail {
-
-std::string format_float(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  for (int prec = 6; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
-std::string format_index(const std::vector<int64_t>& idx) {
-  if (idx.empty()) return "";
-  std::string s = "[";
-  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
-  return s + "]";
-}
-
-void fail_value(const char* op, const char* name, const std::string& value,
-                const std::string& problem, const std::string& expected) {
-  fail<ValueError>(op, name, {}, value, problem, expected);
-}
-
-void fail_shape(const char* op, const char* name, const TensorView& v,
-                const std::string& expected) {
-  std::string desc = v.present() ? std::string("dtype ") + dtype_name(v.dtype()) + ", shape " +
-                                       v.shape_string()
-                                 : std::string("missing");
-  std::string strides;
-  if (v.present() && v.rank() > 0) {
-    strides = ", strides [";
-    for (int i = 0; i < v.rank(); ++i) strides += (i ? ", " : "") + std::to_string(v.stride(i));
-    strides += "]";
-  }
-  throw ShapeError(op, name, {}, desc + strides,
-                   std::string(name) + ": " + desc + strides + " (expected " + expected + ")");
-}
 
 static std::string expectation(std::initializer_list<DType> dtypes,
                                std::initializer_list<int64_t> shape, Layout layout) {
@@ -114,33 +70,12 @@ void check_no_overlap(const char* op, const char* out_name, const TensorView& ou
                        " (expected an output that does not overlap any input)");
 }
 
-BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size,
-                               ColumnWording wording)
-    : op_(op),
-      bt_(block_table),
-      MB_(block_table.size(1)),
-      P_(block_size),
-      max_entry_((INT64_MAX - (block_size - 1)) / block_size),
-      shift_((block_size & (block_size - 1)) == 0
-                 ? __builtin_ctzll(static_cast<unsigned long long>(block_size))
-                 : -1),
-      wording_(wording) {}
-
-void BlockTableRefs::fail(int64_t r, int64_t col, const BlockTableReferrer& by) const {
-  if (col >= MB_)
-    detail::fail<IndexError>(op_, by.argument, by.index, std::to_string(by.value),
-                             std::string(wording_.lead) + "block-table column " +
-                                 std::to_string(col) + " beyond the table" + by.detail,
-                             std::string(wording_.bound) + " < " + std::to_string(MB_));
-  const int64_t entry = bt_(r, col);
-  const std::string referrer = std::string(by.argument) + format_index(by.index) + " = " +
-                               std::to_string(by.value) + by.detail;
-  if (entry < 0)
-    detail::fail<IndexError>(op_, "block_table", {r, col}, std::to_string(entry),
-                             "negative block id referenced by " + referrer, ">= 0");
-  detail::fail<IndexError>(op_, "block_table", {r, col}, std::to_string(entry),
-                           "slot overflows int64, referenced by " + referrer,
-                           "block id * block_size + block_size - 1 <= 2^63 - 1");
+void check_outputs_disjoint(const char* op, const char* a_name, const TensorView& a,
+                            const char* b_name, const TensorView& b) {
+  if (!a.present() || !b.present() || !a.overlaps(b)) return;
+  throw ShapeError(op, b_name, {}, std::string("overlaps ") + a_name,
+                   std::string(b_name) + ": memory overlaps output " + a_name +
+                       " (expected outputs that do not overlap)");
 }
 
 }  // namespace dsv4cpu::detail

@@ -1,4 +1,8 @@
-#include "dsv4cpu/errors.hpp"
+#include "core/errors.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace dsv4cpu {
 
@@ -10,4 +14,59 @@ Error::Error(std::string op, std::string argument, std::vector<int64_t> index, s
       index_(std::move(index)),
       value_(std::move(value)) {}
 
+namespace detail {
+
+std::string format_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string format_index(const std::vector<int64_t>& idx) {
+  if (idx.empty()) return "";
+  std::string s = "[";
+  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+void fail_value(const char* op, const char* name, const std::string& value,
+                const std::string& problem, const std::string& expected) {
+  fail<ValueError>(op, name, {}, value, problem, expected);
+}
+
+void fail_shape(const char* op, const char* name, const TensorView& v,
+                const std::string& expected) {
+  std::string desc = v.present() ? std::string("dtype ") + dtype_name(v.dtype()) + ", shape " +
+                                       v.shape_string()
+                                 : std::string("missing");
+  std::string strides;
+  if (v.present() && v.rank() > 0) {
+    strides = ", strides [";
+    for (int i = 0; i < v.rank(); ++i) strides += (i ? ", " : "") + std::to_string(v.stride(i));
+    strides += "]";
+  }
+  throw ShapeError(op, name, {}, desc + strides,
+                   std::string(name) + ": " + desc + strides + " (expected " + expected + ")");
+}
+
+void fail_computed(const char* op, int64_t t, int64_t position, const char* quantity,
+                   int64_t channel, float value) {
+  const std::string token = "token " + std::to_string(t);
+  const std::string what = std::string(quantity) +
+                           (channel >= 0 ? " " + std::to_string(channel) : std::string());
+  const std::string text = format_float(value);
+  const std::string problem = std::isnan(value) ? "not finite" : "intermediate overflow";
+  throw NonFiniteError(op, token,
+                       channel >= 0 ? std::vector<int64_t>{t, channel} : std::vector<int64_t>{t},
+                       text,
+                       token + " (position " + std::to_string(position) + "): " + what + " = " +
+                           text + ": " + problem + " (expected finite; nothing was written)");
+}
+
+}  // namespace detail
 }  // namespace dsv4cpu

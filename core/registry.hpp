@@ -1,10 +1,12 @@
-// The variant machinery behind every op: an ordered list of implementations per op, reference last
-// and always available (oneDNN-style), selected per call from Options.
+// The variant machinery behind every op (oneDNN style): an ordered list of implementations per
+// argument pack, reference last and always available, selected per call from Options. The lists
+// themselves, the op listing and the call path live in api/registry.hpp and api/registry.cpp.
 #pragma once
 #include <string>
+#include <typeinfo>
 #include <vector>
 
-#include "dsv4cpu/errors.hpp"
+#include "core/cpu.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "dsv4cpu/options.hpp"
 
@@ -15,34 +17,62 @@ struct RunContext {
   int num_threads = 0;  // 0 = OpenMP default
 };
 
+// How a variant reaches its instructions.
+struct Dispatch {
+  bool highway = false;  // Highway dynamic dispatch: runs on the best compiled target of this CPU
+  Isa isa = Isa::none;   // the fixed ISA its translation unit is built for (core/cpu.hpp)
+};
+
+template <class Args>
+using Kernel = void (*)(const Args&, const RunContext&);
+
 template <class Args>
 struct Variant {
-  const char* name;                             // "ref", "hwy", "amx", ...
-  bool (*available)();                          // nullptr: always available
-  std::string (*target)();                      // what runs inside (Highway target); may be nullptr
-  void (*run)(const Args&, const RunContext&);  // arguments already validated
+  const char* name;  // "ref", "hwy", "opt", "avx512bf16", "amx", ...
+  Role role;
+  Dispatch dispatch;
+  Kernel<Args> run;  // arguments already validated
 };
 
 template <class Args>
 using VariantList = std::vector<Variant<Args>>;
 
-[[noreturn]] void throw_unknown_variant(const char* op, std::string_view variant,
-                                        const std::string& known);
-[[noreturn]] void throw_unavailable_variant(const char* op, std::string_view variant);
-
+// The entries of a list line in api/registry.cpp.
 template <class Args>
-bool variant_available(const Variant<Args>& v) {
-  return v.available == nullptr || v.available();
+Variant<Args> reference(Kernel<Args> run) {
+  return {"ref", Role::reference, {}, run};
+}
+template <class Args>
+Variant<Args> highway(const char* name, Kernel<Args> run) {
+  return {name, Role::optimized, {true, Isa::none}, run};
+}
+template <class Args>
+Variant<Args> fixed_isa(const char* name, Isa isa, Kernel<Args> run) {
+  return {name, Role::optimized, {false, isa}, run};
+}
+template <class Args>
+Variant<Args> portable(const char* name, Kernel<Args> run) {
+  return {name, Role::optimized, {false, Isa::none}, run};
 }
 
+bool available(const Dispatch& d);
+// What VariantInfo publishes for a variant: availability, the ISA and the target running now.
+VariantInfo describe(const char* name, Role role, const Dispatch& d);
+
+[[noreturn]] void throw_unknown_variant(const char* op, const std::string& variant,
+                                        const std::string& known);
+[[noreturn]] void throw_unavailable_variant(const char* op, const std::string& variant);
+
+// The variant Options select (Options::variant by name, else by Impl); ValueError for an unknown
+// variant or an unavailable one named explicitly. selected_variant() runs this very code.
 template <class Args>
 const Variant<Args>& select_variant(const char* op, const VariantList<Args>& list,
                                     const Options& o) {
   if (!o.variant.empty()) {
     std::string known;
-    for (const auto& v : list) {
+    for (const Variant<Args>& v : list) {
       if (o.variant == v.name) {
-        if (!variant_available(v)) throw_unavailable_variant(op, o.variant);
+        if (!available(v.dispatch)) throw_unavailable_variant(op, o.variant);
         return v;
       }
       known += known.empty() ? "" : ", ";
@@ -51,33 +81,40 @@ const Variant<Args>& select_variant(const char* op, const VariantList<Args>& lis
     throw_unknown_variant(op, o.variant, known);
   }
   if (o.impl == Impl::reference) return list.back();
-  for (const auto& v : list)
-    if (variant_available(v)) return v;  // optimized and best coincide: ref is last
+  for (const Variant<Args>& v : list)
+    if (available(v.dispatch)) return v;  // optimized and best coincide: the reference is last
   return list.back();
 }
 
+// One registered op: its name and its list, type-erased so that the listing, selected_variant
+// and the test hook handle every argument pack alike.
+struct OpEntry {
+  const char* name;
+  void* list;                  // VariantList<Args>*
+  const std::type_info* args;  // typeid(Args)
+  OpInfo (*info)(const OpEntry&);
+  const char* (*select)(const OpEntry&, const Options&);
+  // Test hook: a copy of the reference kernel under `name` with `dispatch`, before the reference.
+  void (*add_copy_of_reference)(const OpEntry&, const char* name, const Dispatch& dispatch);
+};
+
 template <class Args>
-OpInfo make_op_info(const char* op, const VariantList<Args>& list) {
-  OpInfo info{op, {}};
-  for (const auto& v : list)
-    info.variants.push_back(
-        {v.name, variant_available(v), v.target && variant_available(v) ? v.target() : ""});
-  return info;
+OpEntry op_entry(const char* name, VariantList<Args>& list) {
+  OpEntry e{name, &list, &typeid(Args), nullptr, nullptr, nullptr};
+  e.info = [](const OpEntry& op) {
+    OpInfo info{op.name, {}};
+    for (const Variant<Args>& v : *static_cast<const VariantList<Args>*>(op.list))
+      info.variants.push_back(describe(v.name, v.role, v.dispatch));
+    return info;
+  };
+  e.select = [](const OpEntry& op, const Options& o) {
+    return select_variant(op.name, *static_cast<const VariantList<Args>*>(op.list), o).name;
+  };
+  e.add_copy_of_reference = [](const OpEntry& op, const char* variant, const Dispatch& d) {
+    auto& l = *static_cast<VariantList<Args>*>(op.list);
+    l.insert(l.end() - 1, Variant<Args>{variant, Role::optimized, d, l.back().run});
+  };
+  return e;
 }
-
-// Runs `validate` then the selected variant with the FP environment of numerics.md §9.
-template <class Args, class Validate>
-void run_op(const char* op, const VariantList<Args>& list, Args& args, const Options& o,
-            Validate&& validate) {
-  FpEnvGuard guard;
-  const Variant<Args>& v = select_variant(op, list, o);
-  validate(args, o);
-  v.run(args, RunContext{o.check_finite, o.num_threads});
-}
-
-// Each area appends its ops (in spec order) to the public registry.
-void list_compressor_ops(std::vector<OpInfo>& out);
-void list_indexer_ops(std::vector<OpInfo>& out);
-void list_metadata_ops(std::vector<OpInfo>& out);
 
 }  // namespace dsv4cpu::detail

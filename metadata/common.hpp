@@ -31,20 +31,6 @@ int64_t request_of_token(const Qsl& qsl, int64_t R, int64_t t) {
   return lo;
 }
 
-// Calls f(p) with the typed data of an index array (const int32_t* or const int64_t*).
-template <class F>
-decltype(auto) with_data(const TensorView& v, F&& f) {
-  if (v.dtype() == DType::I64) return f(v.ptr<const int64_t>());
-  return f(v.ptr<const int32_t>());
-}
-// f(pa, pb) with the typed data of two index arrays.
-template <class F>
-decltype(auto) with_data(const TensorView& a, const TensorView& b, F&& f) {
-  return with_data(a, [&](const auto* pa) {
-    return with_data(b, [&](const auto* pb) { return f(pa, pb); });
-  });
-}
-
 // §4 on a validated query_start_loc of R requests.
 DecodePrefillSplit compute_split(const IndexReader& qsl, int64_t R, int64_t threshold);
 

@@ -1,7 +1,7 @@
 // Optimized metadata builders: per-request loops, page walking, row fills, OpenMP for large
 // steps. Integer-exact against the reference for any thread count. Validated arguments.
 #pragma once
-#include "api/metadata_args.hpp"
+#include "args/metadata.hpp"
 
 namespace dsv4cpu::detail::opt {
 

@@ -1,6 +1,6 @@
 // Reference metadata builders (the oracle): the spec's per-token formulas. Validated arguments.
 #pragma once
-#include "api/metadata_args.hpp"
+#include "args/metadata.hpp"
 
 namespace dsv4cpu::detail::ref {
 

@@ -4,14 +4,10 @@
 // thread count.
 #pragma once
 #include <cstddef>
-#include <string>
 
-#include "api/compressor_args.hpp"
+#include "args/compressor.hpp"
 
 namespace dsv4cpu::detail::opt {
-
-// The Highway target that dynamic dispatch runs now, e.g. "AVX3" (hwy::TargetName).
-std::string hwy_target();
 
 // numerics.md §8.4 for channels [d0, d1) (multiples of 64) over `valid` >= 1 window rows in
 // ascending w: c[d] = pooled value of channel d, from kv[j][d] and score[j][d]. The pooling step of

@@ -21,8 +21,6 @@
 HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
-
 // compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape).
 void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1) {
   const DF d;
@@ -243,13 +241,10 @@ HWY_AFTER_NAMESPACE();
 
 namespace dsv4cpu::detail::opt {
 
-HWY_EXPORT(TargetName);
 HWY_EXPORT(SaveRows);
 HWY_EXPORT(MapRows);
 HWY_EXPORT(Pool);
 HWY_EXPORT(Finish);
-
-std::string hwy_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
                  size_t d1, float* c) {

@@ -1,22 +1,10 @@
-// The optimized indexer variants (indexer.md §2, §4, §5, §7) as registered in api/indexer.cpp.
+// The optimized indexer variants (indexer.md §2, §4, §5, §7) as registered in api/registry.cpp.
 // Each kernel takes validated arguments, like the reference ones.
 #pragma once
-#include <string>
-
-#include "api/indexer_args.hpp"
+#include "args/indexer.hpp"
 #include "optimized/indexer_logits.hpp"
 
 namespace dsv4cpu::detail::opt {
-
-// CPU and OS checks (optimized/indexer_cpu.cpp). amx_available() also asks the kernel, once, for
-// the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
-bool amx_available();
-bool avx512bf16_available();
-std::string amx_target();
-std::string avx512bf16_target();
-// The Highway target dynamic dispatch runs now (defined with the compressor's Highway code, whose
-// target set is the same).
-std::string hwy_target();
 
 // The logits kernels (optimized/indexer_amx.cpp, indexer_avx512bf16.cpp, indexer_hwy.cpp).
 const LogitsKernel& amx_logits_kernel();

@@ -1,5 +1,6 @@
 // The tile instructions of the AMX-BF16 logits kernel (optimized/indexer_amx.hpp holds the rest).
-// Built with -mamx-tile -mamx-bf16 and AVX-512 flags; nothing here runs unless amx_available().
+// Built with -mamx-tile -mamx-bf16 and AVX-512 flags; nothing here runs unless core/cpu.hpp finds
+// Isa::amx (the CPU, and the OS granting the tile data state).
 #include <immintrin.h>
 
 #include "optimized/indexer.hpp"

@@ -1,7 +1,7 @@
 // The AVX-512-BF16 logits kernel (indexer.md §4.3): VDPBF16PS dot products with heads in the
 // lanes, the query row in the VNNI layout and each key pair broadcast; key conversion from
 // indexer_avx512.hpp, epilogue as in indexer_bf16.hpp. Built with AVX-512 F/BW/VL/DQ/BF16 flags;
-// nothing here runs unless avx512bf16_available().
+// nothing here runs unless core/cpu.hpp finds Isa::avx512bf16.
 //
 // VDPBF16PS treats bf16 subnormal inputs as zero and flushes subnormal results (numerics.md §9):
 // decoded fp8 values are normal bf16, and every partial dot product is a multiple of 2⁻¹⁸, so

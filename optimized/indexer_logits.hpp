@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/indexer_args.hpp"
+#include "args/indexer.hpp"
 
 namespace dsv4cpu::detail::opt {
 

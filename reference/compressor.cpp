@@ -37,7 +37,7 @@ void compute_entry(const CompressNormRopeStoreArgs& a, int64_t t, bool check, ui
   const int64_t r = a.compress_ratio;
   const int64_t p = IndexReader(a.positions)(t);
   auto verify = [&](const char* quantity, int64_t channel, float v) {
-    if (check && !std::isfinite(v)) fail_intermediate(a.op, t, p, quantity, channel, v);
+    if (check && !std::isfinite(v)) fail_computed(a.op, t, p, quantity, channel, v);
   };
 
   // §5: the valid window columns in ascending w; column w reads its state row at offset

@@ -1,6 +1,6 @@
 // The scalar fp32 reference kernels (the oracle). Each takes validated arguments.
 #pragma once
-#include "api/compressor_args.hpp"
+#include "args/compressor.hpp"
 
 namespace dsv4cpu::detail::ref {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "api/indexer_args.hpp"
+#include "args/indexer.hpp"
 
 namespace dsv4cpu::detail::ref {
 

@@ -228,8 +228,8 @@ TEST(CompressBadInput, DuplicateSlotsOfEmittingTokens) {
       }
     EXPECT_EQ(expect_error(c, "IndexError"),
               std::string("dsv4cpu::") + op_of(hd) +
-                  ": kv_slot_mapping[2] = 9: slot already written by emitting token 0 (expected "
-                  "distinct slots among emitting tokens)");
+                  ": kv_slot_mapping[2] = 9: slot already written by token 0 (expected distinct "
+                  "slots among the tokens that write)");
     c.kv_slot[2] = 10;  // now only a non-emitting token shares slot 9: valid
     for (const auto& variant : test::variants_of(op_of(hd)))
       EXPECT_NO_THROW(c.run(test::with_variant(variant))) << variant;

@@ -316,8 +316,8 @@ TEST(SavePartialStatesBadInput, IndexElements) {
     SaveCase c(4, 256, 4, 2, 4);
     c.slots = {5, -1, -1, 5};  // -1 may repeat, valid slots may not
     EXPECT_EQ(expect_error(c, "IndexError"),
-              "dsv4cpu::save_partial_states: slot_mapping[3] = 5: state slot already written by "
-              "token 0 (expected distinct valid slots)");
+              "dsv4cpu::save_partial_states: slot_mapping[3] = 5: slot already written by token 0 "
+              "(expected distinct slots among the tokens that write)");
   }
 }
 

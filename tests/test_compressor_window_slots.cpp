@@ -203,8 +203,8 @@ TEST(CompressorWindowSlotsBadInput, IndexElements) {
   c = small_case();
   c.positions[2] = 12;  // local 12 needs block-table column 3 of 3
   EXPECT_EQ(expect_error(c, "IndexError"),
-            "dsv4cpu::compressor_window_slots: positions[2] = 12: block-table column 3 beyond the "
-            "table (window column 7, local index 12) (expected local index / block_size < 3)");
+            "dsv4cpu::compressor_window_slots: positions[2] = 12: references block-table column 3 "
+            "beyond the table (window column 7, local index 12) (expected column < 3)");
 
   c = small_case();
   c.block_table[1] = -1;  // referenced by p = 5 (locals 4, 5) and p = 11 (locals 4..7)

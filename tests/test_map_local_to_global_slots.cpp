@@ -100,8 +100,8 @@ TEST(MapLocalToGlobalSlots, BadInput) {
             "dsv4cpu::map_local_to_global_slots: req_idx[1] = 2: request index out of range "
             "(expected 0 <= req_idx < 2)");
   EXPECT_EQ(expect_error({0, 11}, 2, {0}, {3, 4}, 2, 4, "IndexError"),
-            "dsv4cpu::map_local_to_global_slots: local_indices[0, 1] = 11: block-table column 2 "
-            "beyond the table (expected local index / block_size < 2)");
+            "dsv4cpu::map_local_to_global_slots: local_indices[0, 1] = 11: references block-table "
+            "column 2 beyond the table (expected column < 2)");
   expect_error({0, 5}, 2, {0}, {2147483647}, 1, int64_t{1} << 33, "IndexError");  // overflow
   // The output inside an input.
   for (const auto& variant : test::variants_of("map_local_to_global_slots")) {

@@ -106,8 +106,8 @@ TEST(MetadataBadInput, SeqLenShorterThanQuery) {
     token_positions(qsl, seq, out_view(pos, {7}), out_view(req, {7}), o);
   });
   EXPECT_EQ(msg,
-            "dsv4cpu::token_positions: seq_lens[1] = 5: shorter than the request's query "
-            "(expected seq_len >= query length 6)");
+            "dsv4cpu::token_positions: seq_lens[1] = 5: shorter than its request's query tokens "
+            "(expected seq_len >= 6 = query_start_loc[2] - query_start_loc[1])");
   EXPECT_EQ(pos, V64(7, 7));
   EXPECT_EQ(req, V32(7, 7));
 }

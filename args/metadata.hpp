@@ -1,4 +1,5 @@
-// Validated argument packs of the metadata builders, shared by every variant (ref and opt).
+// The kernel-facing argument packs of the metadata builders: validated by api/ before any variant
+// runs, read by every variant (metadata/).
 // Fields below "Derived by validation" are filled by the op's validate before any kernel runs.
 #pragma once
 #include <cstdint>
@@ -54,6 +55,8 @@ struct C128aTopkIndicesArgs {
   TensorView positions, token_to_req, block_table;
   int64_t block_size;
   TensorView indices;
+  int64_t max_model_len;  // c128a_topk_indices: the width is ceil(max_model_len / 128)
+  bool compact;           // c128a_topk_indices_compact: any width, no max_model_len
   // Derived by validation: T tokens, W columns (every token's n_t <= W).
   int64_t T = 0, W = 0;
 };

@@ -1,13 +1,11 @@
-// CPU and OS checks of the indexer's ISA-specific variants (spec README, "Implementations": a
-// variant runs only if the CPU reports its ISA and, for AMX, the OS grants the tile state).
-// Built without ISA flags, so it runs on any x86-64.
+// CPUID, XCR0 and the AMX permission request. Built without ISA flags, so it runs on any x86-64.
+#include "core/cpu.hpp"
+
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "optimized/indexer.hpp"
-
-namespace dsv4cpu::detail::opt {
+namespace dsv4cpu::detail {
 namespace {
 
 struct CpuidRegs {
@@ -38,6 +36,7 @@ bool avx512_usable() {
          (xcr0() & 0xE6u) == 0xE6u;
 }
 
+// CPUID.(7,1):EAX bit 5 AVX512_BF16.
 bool avx512bf16_cpu() { return avx512_usable() && bit(cpuid(7, 1).a, 5); }
 
 // CPUID.(7,0):EDX bit 24 AMX-TILE, bit 22 AMX-BF16; XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA);
@@ -52,17 +51,48 @@ bool amx_cpu_and_os() {
 
 }  // namespace
 
-bool amx_available() {
-  static const bool available = amx_cpu_and_os();  // once, thread-safe
-  return available;
+const char* isa_name(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::none: return "";
+    case Isa::avx512bf16: return "avx512bf16";
+    case Isa::amx: return "amx";
+  }
+  return "";
 }
 
-bool avx512bf16_available() {
-  static const bool available = avx512bf16_cpu();
-  return available;
+Isa isa_from_name(std::string_view name) noexcept {
+  for (Isa isa : {Isa::avx512bf16, Isa::amx})
+    if (name == isa_name(isa)) return isa;
+  return Isa::none;
 }
 
-std::string amx_target() { return "AMX_BF16"; }
-std::string avx512bf16_target() { return "AVX512_BF16"; }
+const char* isa_target(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::none: return "";
+    case Isa::avx512bf16: return "AVX512_BF16";
+    case Isa::amx: return "AMX_BF16";
+  }
+  return "";
+}
 
-}  // namespace dsv4cpu::detail::opt
+std::vector<std::string> isa_cpuinfo_flags(Isa isa) {
+  switch (isa) {
+    case Isa::none: return {};
+    case Isa::avx512bf16: return {"avx512_bf16"};
+    case Isa::amx: return {"amx_tile", "amx_bf16"};
+  }
+  return {};
+}
+
+bool isa_available(Isa isa) noexcept {
+  static const bool avx512bf16 = avx512bf16_cpu();  // once, thread-safe
+  static const bool amx = amx_cpu_and_os();
+  switch (isa) {
+    case Isa::none: return true;
+    case Isa::avx512bf16: return avx512bf16;
+    case Isa::amx: return amx;
+  }
+  return false;
+}
+
+}  // namespace dsv4cpu::detail

@@ -1,4 +1,5 @@
-// Validated argument packs of the compressor ops, shared by every variant (ref and opt).
+// The kernel-facing argument packs of the compressor ops: validated by api/ before any variant
+// runs, read by every variant (reference/, optimized/).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -77,11 +78,5 @@ struct MakeCosSinCacheArgs {
 inline bool emits(int64_t position, int64_t kv_slot, int64_t r) {
   return position % r == r - 1 && kv_slot >= 0;
 }
-
-// bad-input.md §1.4 (f): NonFiniteError for a computed value of token t, e.g. "token 9 (position
-// 131): pooled channel 12 = inf: intermediate overflow (expected finite; nothing was written)".
-// `quantity` names the value ("pooled channel", "sum of squares"); `channel` is its channel, or -1.
-[[noreturn]] void fail_intermediate(const char* op, int64_t t, int64_t position,
-                                    const char* quantity, int64_t channel, float value);
 
 }  // namespace dsv4cpu::detail

@@ -1,12 +1,13 @@
-// Validated argument packs of the indexer ops, shared by every variant (ref and opt), and the
-// small pieces of the spec that every variant needs (row lengths, the K-cache layout, the
-// computed-value check of fused_indexer_q_rope_quant).
+// The kernel-facing argument packs of the indexer ops (validated by api/ before any variant runs,
+// read by every variant), and the small pieces of the spec that every variant needs (row lengths,
+// the K-cache layout, the computed-value check of fused_indexer_q_rope_quant).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "core/check.hpp"
+#include "core/check_finite.hpp"
 #include "core/registry.hpp"
 #include "dsv4cpu/indexer.hpp"
 
@@ -26,8 +27,14 @@ struct FusedIndexerQRopeQuantArgs {
 // bad-input.md §1.4 (f) for fused_indexer_q_rope_quant: `weights_out` is the computed [T, H]
 // scratch; throws NonFiniteError for the first non-finite value (token-major). Does nothing when
 // ctx.check_finite is false. Every variant calls it after computing and before writing.
-void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* weights_out,
-                       const RunContext& ctx);
+inline void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* weights_out,
+                              const RunContext& ctx) {
+  if (!ctx.check_finite) return;
+  const int64_t n = a.T * a.H, i = first_non_finite(weights_out, n);
+  if (i < n)
+    fail_computed("fused_indexer_q_rope_quant", i / a.H, IndexReader(a.positions)(i / a.H),
+                  "weights_out head", i % a.H, weights_out[i]);
+}
 
 struct Fp8PagedMqaLogitsArgs {
   TensorView q_fp8, kv_cache, weights, seq_lens, page_table;

@@ -1,0 +1,163 @@
+// The registry: every op's variants in order of preference, the reference last and always
+// available (oneDNN style), and the op listing behind registered_ops(). Adding a variant is one
+// line in its list; ops that share an argument pack share one list.
+//
+//   reference(k)                  the scalar oracle ("ref")
+//   highway(name, k)              Highway dynamic dispatch (every compiled target is a test run)
+//   fixed_isa(name, Isa::..., k)  a translation unit built for one ISA (core/cpu.hpp probes it)
+//   portable(name, k)             plain C++ with no ISA of its own
+#include "api/registry.hpp"
+
+#include "core/errors.hpp"
+#include "metadata/optimized.hpp"
+#include "metadata/reference.hpp"
+#include "optimized/compressor.hpp"
+#include "optimized/indexer.hpp"
+#include "reference/compressor.hpp"
+#include "reference/indexer.hpp"
+
+namespace dsv4cpu {
+namespace detail {
+
+const std::vector<OpEntry>& registered_op_entries() {
+  // ---- compressor (compressor.md) ----
+  static VariantList<SavePartialStatesArgs> save_partial_states = {
+      highway("hwy", opt::save_partial_states),
+      reference(ref::save_partial_states),
+  };
+  static VariantList<MapLocalToGlobalSlotsArgs> map_local_to_global_slots = {
+      highway("hwy", opt::map_local_to_global_slots),
+      reference(ref::map_local_to_global_slots),
+  };
+  static VariantList<CompressorWindowSlotsArgs> compressor_window_slots = {
+      reference(ref::compressor_window_slots),
+  };
+  static VariantList<CompressNormRopeStoreArgs> compress_norm_rope_store = {  // both heads
+      highway("hwy", opt::compress_norm_rope_store),
+      reference(ref::compress_norm_rope_store),
+  };
+  static VariantList<MakeCosSinCacheArgs> make_cos_sin_cache = {
+      reference(ref::make_cos_sin_cache),
+  };
+  // ---- indexer (indexer.md) ----
+  static VariantList<FusedIndexerQRopeQuantArgs> fused_indexer_q_rope_quant = {
+      highway("hwy", opt::fused_indexer_q_rope_quant_hwy),
+      reference(ref::fused_indexer_q_rope_quant),
+  };
+  static VariantList<Fp8PagedMqaLogitsArgs> fp8_paged_mqa_logits = {
+      fixed_isa("amx", Isa::amx, opt::fp8_paged_mqa_logits_amx),
+      fixed_isa("avx512bf16", Isa::avx512bf16, opt::fp8_paged_mqa_logits_avx512bf16),
+      highway("hwy", opt::fp8_paged_mqa_logits_hwy),
+      reference(ref::fp8_paged_mqa_logits),
+  };
+  static VariantList<TopkTransformArgs> topk_transform = {  // K = 512 and 1024
+      highway("hwy", opt::topk_transform_hwy),
+      reference(ref::topk_transform),
+  };
+  static VariantList<ShortContextTopkArgs> short_context_topk = {
+      reference(ref::short_context_topk),
+  };
+  static VariantList<IndexerTopkArgs> indexer_topk = {
+      fixed_isa("amx", Isa::amx, opt::indexer_topk_amx),
+      fixed_isa("avx512bf16", Isa::avx512bf16, opt::indexer_topk_avx512bf16),
+      highway("hwy", opt::indexer_topk_hwy),
+      reference(ref::indexer_topk),
+  };
+  // ---- metadata builders (metadata.md) ----
+  static VariantList<TokenPositionsArgs> token_positions = {
+      portable("opt", opt::token_positions),
+      reference(ref::token_positions),
+  };
+  static VariantList<SlotMappingArgs> slot_mapping = {
+      portable("opt", opt::slot_mapping),
+      reference(ref::slot_mapping),
+  };
+  static VariantList<SplitDecodesAndPrefillsArgs> split_decodes_and_prefills = {
+      reference(ref::split_decodes_and_prefills),
+  };
+  static VariantList<CompressedSlotMappingArgs> compressed_slot_mapping = {
+      portable("opt", opt::compressed_slot_mapping),
+      reference(ref::compressed_slot_mapping),
+  };
+  static VariantList<SwaWindowIndicesArgs> swa_window_indices = {
+      portable("opt", opt::swa_window_indices),
+      reference(ref::swa_window_indices),
+  };
+  static VariantList<C128aTopkIndicesArgs> c128a_topk_indices = {  // both widths
+      portable("opt", opt::c128a_topk_indices),
+      reference(ref::c128a_topk_indices),
+  };
+  static VariantList<C128aDecodeMetadataArgs> c128a_decode_metadata = {
+      portable("opt", opt::c128a_decode_metadata),
+      reference(ref::c128a_decode_metadata),
+  };
+  static VariantList<C4aGlobalTopkIndicesArgs> c4a_global_topk_indices = {
+      portable("opt", opt::c4a_global_topk_indices),
+      reference(ref::c4a_global_topk_indices),
+  };
+  static VariantList<IndexerMetadataArgs> indexer_metadata = {
+      portable("opt", opt::indexer_metadata),
+      reference(ref::indexer_metadata),
+  };
+  static VariantList<SplitIndexerPrefillChunksArgs> split_indexer_prefill_chunks = {
+      reference(ref::split_indexer_prefill_chunks),
+  };
+  static VariantList<BuildTileSchedulerArgs> build_tile_scheduler = {
+      reference(ref::build_tile_scheduler),
+  };
+
+  // The ops in spec order, with their lists.
+  static const std::vector<OpEntry> ops = {
+      op_entry("save_partial_states", save_partial_states),
+      op_entry("map_local_to_global_slots", map_local_to_global_slots),
+      op_entry("compressor_window_slots", compressor_window_slots),
+      op_entry("compress_norm_rope_store", compress_norm_rope_store),
+      op_entry("compress_norm_rope_store_indexer", compress_norm_rope_store),
+      op_entry("make_cos_sin_cache", make_cos_sin_cache),
+      op_entry("fused_indexer_q_rope_quant", fused_indexer_q_rope_quant),
+      op_entry("fp8_paged_mqa_logits", fp8_paged_mqa_logits),
+      op_entry("topk_transform_512", topk_transform),
+      op_entry("topk_transform_1024", topk_transform),
+      op_entry("short_context_topk", short_context_topk),
+      op_entry("indexer_topk", indexer_topk),
+      op_entry("token_positions", token_positions),
+      op_entry("slot_mapping", slot_mapping),
+      op_entry("split_decodes_and_prefills", split_decodes_and_prefills),
+      op_entry("compressed_slot_mapping", compressed_slot_mapping),
+      op_entry("swa_window_indices", swa_window_indices),
+      op_entry("c128a_topk_indices", c128a_topk_indices),
+      op_entry("c128a_topk_indices_compact", c128a_topk_indices),
+      op_entry("c128a_decode_metadata", c128a_decode_metadata),
+      op_entry("c4a_global_topk_indices", c4a_global_topk_indices),
+      op_entry("indexer_metadata", indexer_metadata),
+      op_entry("split_indexer_prefill_chunks", split_indexer_prefill_chunks),
+      op_entry("build_tile_scheduler", build_tile_scheduler),
+  };
+  return ops;
+}
+
+bool add_variant_for_test(const std::string& op, const char* name, const Dispatch& dispatch) {
+  for (const OpEntry& e : registered_op_entries())
+    if (op == e.name) {
+      e.add_copy_of_reference(e, name, dispatch);
+      return true;
+    }
+  return false;
+}
+
+}  // namespace detail
+
+std::vector<OpInfo> registered_ops() {
+  std::vector<OpInfo> out;
+  for (const detail::OpEntry& e : detail::registered_op_entries()) out.push_back(e.info(e));
+  return out;
+}
+
+std::string selected_variant(std::string_view op, const Options& options) {
+  for (const detail::OpEntry& e : detail::registered_op_entries())
+    if (op == e.name) return e.select(e, options);
+  detail::fail<ValueError>("registry", "op", {}, std::string(op), "unknown op",
+                           "a registered op name");
+}
+
+}  // namespace dsv4cpu

@@ -1,0 +1,34 @@
+#include "core/check_block_table.hpp"
+
+#include <climits>
+
+namespace dsv4cpu::detail {
+
+BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size)
+    : op_(op),
+      bt_(block_table),
+      MB_(block_table.size(1)),
+      P_(block_size),
+      max_entry_((INT64_MAX - (block_size - 1)) / block_size),
+      shift_((block_size & (block_size - 1)) == 0
+                 ? __builtin_ctzll(static_cast<unsigned long long>(block_size))
+                 : -1) {}
+
+void BlockTableRefs::fail(int64_t r, int64_t col, const BlockTableReferrer& by) const {
+  if (col >= MB_)
+    detail::fail<IndexError>(op_, by.argument, by.index, std::to_string(by.value),
+                             "references block-table column " + std::to_string(col) +
+                                 " beyond the table" + by.detail,
+                             "column < " + std::to_string(MB_));
+  const int64_t entry = bt_(r, col);
+  const std::string referrer = std::string(by.argument) + format_index(by.index) + " = " +
+                               std::to_string(by.value) + by.detail;
+  if (entry < 0)
+    detail::fail<IndexError>(op_, "block_table", {r, col}, std::to_string(entry),
+                             "negative block id referenced by " + referrer, ">= 0");
+  detail::fail<IndexError>(op_, "block_table", {r, col}, std::to_string(entry),
+                           "slot overflows int64, referenced by " + referrer,
+                           "block id * block_size + block_size - 1 <= 2^63 - 1");
+}
+
+}  // namespace dsv4cpu::detail

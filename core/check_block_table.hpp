@@ -1,0 +1,80 @@
+// Block-table references (bad-input.md §3): the entries of a block table [R, MB] (I32 or I64)
+// with block size P that a formula reads. A referenced column must be < MB, its entry >= 0, and
+// entry * P + P - 1 must fit int64; entries no formula reads are never read. Failures are
+// IndexErrors named at the input element that makes the formula read the entry:
+//   "<referrer>: references block-table column c beyond the table (expected column < MB)",
+//   "block_table[r, c] = v: negative block id referenced by <referrer> (expected >= 0)",
+//   "block_table[r, c] = v: slot overflows int64, referenced by <referrer> (expected ...)".
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/check.hpp"
+
+namespace dsv4cpu::detail {
+
+// The input element that makes a formula read an entry, as messages name it:
+// "<argument><index> = <value><detail>" (`detail` says how the element leads to the entry, e.g.
+// " (window column 6, local index 4)", or is empty).
+struct BlockTableReferrer {
+  const char* argument;
+  std::vector<int64_t> index;
+  int64_t value;
+  std::string detail;
+};
+
+class BlockTableRefs {
+ public:
+  BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size);
+  int64_t columns() const noexcept { return MB_; }
+  // The column holding local index l >= 0: l / P (a shift for power-of-two P).
+  int64_t column(int64_t l) const noexcept { return shift_ >= 0 ? l >> shift_ : l / P_; }
+  bool ok(int64_t r, int64_t col) const noexcept {
+    if (col >= MB_) return false;
+    const int64_t entry = bt_(r, col);
+    return entry >= 0 && entry <= max_entry_;
+  }
+  // Checks column `col` of row r; `by()` makes the referrer, only on failure.
+  template <class By>
+  void check(int64_t r, int64_t col, By&& by) const {
+    if (!ok(r, col)) fail(r, col, by());
+  }
+  [[noreturn]] void fail(int64_t r, int64_t col, const BlockTableReferrer& by) const;
+
+ private:
+  const char* op_;
+  IndexReader bt_;
+  int64_t MB_, P_;
+  int64_t max_entry_;  // the largest entry whose slots fit int64: (2^63 - 1 - (P - 1)) / P
+  int shift_;          // log2 P, or -1 when P is not a power of two
+};
+
+// Checks the columns [c0, c1] of row r that one referrer reads, ascending, skipping those the
+// previous referrers of the same row verified (kept as one interval): consecutive tokens of a
+// request read the same or adjacent columns, so most cost a few compares. A referrer fails at
+// its first bad column, as when every column of every referrer is checked.
+class ColumnRuns {
+ public:
+  explicit ColumnRuns(const BlockTableRefs& refs) : refs_(refs) {}
+  template <class By>
+  void check(int64_t r, int64_t c0, int64_t c1, By&& by) {
+    if (r == r_ && c0 >= lo_ && c1 <= hi_) return;
+    if (r != r_ || c1 < lo_ - 1 || c0 > hi_ + 1) {  // not touching the verified interval
+      r_ = r;
+      lo_ = c0;
+      hi_ = c0 - 1;
+    }
+    for (int64_t c = c0; c <= c1; ++c)
+      if (c < lo_ || c > hi_) refs_.check(r, c, by);
+    lo_ = std::min(lo_, c0);
+    hi_ = std::max(hi_, c1);  // verified columns are < MB: hi_ + 1 cannot overflow
+  }
+
+ private:
+  const BlockTableRefs& refs_;
+  int64_t r_ = -1, lo_ = 0, hi_ = -1;
+};
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,256 @@
+#include "core/check_index.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <limits>
+#include <type_traits>
+
+namespace dsv4cpu::detail {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Multi-index of element `flat` of a C-contiguous view.
+std::vector<int64_t> unflatten(const TensorView& v, int64_t flat) {
+  std::vector<int64_t> idx(static_cast<size_t>(v.rank()));
+  for (int d = v.rank() - 1; d >= 0; --d) {
+    idx[static_cast<size_t>(d)] = flat % v.size(d);
+    flat /= v.size(d);
+  }
+  return idx;
+}
+
+// Index of the first of p[0 .. n) outside [lo, hi), or n. Blocks are first tested branch-free
+// with one unsigned compare per element, in the element's own width (values below lo wrap above
+// every span the type can hold); a flagged block is then scanned exactly.
+template <class T>
+int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int64_t kBlock = 64;
+  constexpr uint64_t kMaxSpan = uint64_t{std::numeric_limits<U>::max() / 2} + 1;  // 2^(bits-1)
+  const uint64_t span64 = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  const U span = static_cast<U>(std::min(span64, kMaxSpan));
+  const U shift = static_cast<U>(-lo);
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    U bad = 0;
+    for (int64_t i = b; i < e; ++i) bad |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
+    if (bad == 0) continue;
+    for (int64_t i = b; i < e; ++i)
+      if (p[i] < lo || p[i] >= hi) return i;
+  }
+  return n;
+}
+
+// The pad-value rule shared by the slot checks: v is -1 or >= 0.
+[[noreturn]] void fail_slot(const char* op, const char* name, const TensorView& v, int64_t flat,
+                            int64_t slot, const SlotRange* range) {
+  const std::string expected =
+      range ? "-1 or 0 <= slot < " + str(range->size()) + " = " + str(range->pages) +
+                  " pages x " + str(range->per_page) + " " + range->unit
+            : std::string("-1 or >= 0");
+  fail<IndexError>(op, name, unflatten(v, flat), str(slot),
+                   slot < 0 ? std::string("negative slot other than -1")
+                            : std::string("slot beyond ") + range->cache,
+                   expected);
+}
+
+// Per-thread scratch of first_repeated_slot, kept between calls.
+struct RepeatScratch {
+  std::vector<uint64_t> bits;                       // one bit per slot of the range
+  std::vector<std::pair<int64_t, int64_t>> sorted;  // (slot, token)
+};
+
+}  // namespace
+
+void check_block_size(const char* op, const char* name, int64_t value) {
+  if (value < 1)
+    fail_value(op, name, str(value), "not a positive block size", std::string(name) + " >= 1");
+}
+
+void check_power_of_two(const char* op, const char* name, int64_t value) {
+  if (value < 1 || (value & (value - 1)) != 0)
+    fail_value(op, name, str(value), "not a power of two", "1, 2, 4, ...");
+}
+
+void check_compress_ratio(const char* op, int64_t ratio) {
+  if (ratio != 4 && ratio != 128)
+    fail_value(op, "compress_ratio", str(ratio), "unsupported compress ratio", "4 or 128");
+}
+
+int64_t check_query_start_loc_shape(const char* op, const TensorView& qsl) {
+  check_index_array(op, "query_start_loc", qsl, {kAny});
+  if (qsl.size(0) < 1)
+    fail_shape(op, "query_start_loc", qsl, "I32 or I64 [R + 1] with R >= 0, contiguous");
+  return qsl.size(0) - 1;
+}
+
+int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi) {
+  const int64_t n = v.numel();
+  if (n == 0) return 0;
+  return with_data(v, [&](const auto* p) { return first_outside_typed(p, n, lo, hi); });
+}
+
+int64_t check_query_start_loc(const char* op, const TensorView& v, int64_t R) {
+  const IndexReader qsl(v);
+  if (qsl(0) != 0)
+    fail<IndexError>(op, "query_start_loc", {0}, str(qsl(0)), "does not start at 0",
+                     "query_start_loc[0] = 0");
+  for (int64_t r = 1; r <= R; ++r)
+    if (qsl(r) < qsl(r - 1))
+      fail<IndexError>(op, "query_start_loc", {r}, str(qsl(r)), "decreasing",
+                       ">= query_start_loc[" + str(r - 1) + "] = " + str(qsl(r - 1)));
+  return qsl(R);
+}
+
+void check_seq_lens_cover_queries(const char* op, const TensorView& qsl_v,
+                                  const TensorView& seq_v, int64_t R) {
+  const IndexReader qsl(qsl_v), seq(seq_v);
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t q = qsl(r + 1) - qsl(r);
+    if (seq(r) < q)
+      fail<IndexError>(op, "seq_lens", {r}, str(seq(r)), "shorter than its request's query tokens",
+                       "seq_len >= " + str(q) + " = query_start_loc[" + str(r + 1) +
+                           "] - query_start_loc[" + str(r) + "]");
+  }
+}
+
+void check_positions(const char* op, const TensorView& positions, const Limit* below) {
+  const int64_t t = first_outside(positions, 0, below ? below->value : INT64_MAX);
+  if (t == positions.numel()) return;
+  const int64_t p = IndexReader(positions)(t);
+  if (p < 0) fail<IndexError>(op, "positions", {t}, str(p), "negative position", ">= 0");
+  fail<IndexError>(op, "positions", {t}, str(p), below->problem, below->expected);
+}
+
+void check_request_indices(const char* op, const char* name, const TensorView& v, int64_t R) {
+  const int64_t n = first_outside(v, 0, R);
+  if (n == v.numel()) return;
+  fail<IndexError>(op, name, {n}, str(IndexReader(v)(n)), "request index out of range",
+                   "0 <= " + std::string(name) + " < " + str(R));
+}
+
+void check_slots(const char* op, const char* name, const TensorView& v, const SlotRange& range) {
+  const int64_t i = first_outside(v, -1, range.size());
+  if (i == v.numel()) return;
+  const int64_t slot = with_data(v, [i](const auto* p) { return static_cast<int64_t>(p[i]); });
+  fail_slot(op, name, v, i, slot, &range);
+}
+
+void check_slots(const char* op, const char* name, const TensorView& v) {
+  const int64_t i = first_outside(v, -1, INT64_MAX);
+  if (i == v.numel()) return;
+  const int64_t slot = with_data(v, [i](const auto* p) { return static_cast<int64_t>(p[i]); });
+  fail_slot(op, name, v, i, slot, nullptr);
+}
+
+RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t range,
+                                 const uint8_t* writes) {
+  thread_local RepeatScratch scratch;
+  const IndexReader slot(slots);
+  auto writing = [&](int64_t t) { return slot(t) >= 0 && (writes == nullptr || writes[t]); };
+  RepeatedSlot found;
+  constexpr int64_t kBitmapSlotsPerToken = 64, kBitmapFloor = int64_t{1} << 20;
+  if (range <= std::max(kBitmapFloor, kBitmapSlotsPerToken * n)) {
+    std::vector<uint64_t>& bits = scratch.bits;
+    if (bits.size() < static_cast<size_t>(range / 64 + 1))
+      bits.resize(static_cast<size_t>(range / 64 + 1), 0);
+    int64_t t = 0;
+    for (; t < n; ++t) {
+      if (!writing(t)) continue;
+      const auto g = static_cast<uint64_t>(slot(t));
+      uint64_t& word = bits[g / 64];
+      const uint64_t mask = uint64_t{1} << (g % 64);
+      if (word & mask) {
+        found.token = t;
+        break;
+      }
+      word |= mask;
+    }
+    for (int64_t u = 0; u < t; ++u)  // clear what this call set
+      if (writing(u)) bits[static_cast<uint64_t>(slot(u)) / 64] = 0;
+  } else {
+    std::vector<std::pair<int64_t, int64_t>>& sorted = scratch.sorted;
+    sorted.clear();
+    for (int64_t t = 0; t < n; ++t)
+      if (writing(t)) sorted.emplace_back(slot(t), t);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 1; i < sorted.size(); ++i)
+      if (sorted[i].first == sorted[i - 1].first &&
+          (found.token < 0 || sorted[i].second < found.token))
+        found.token = sorted[i].second;  // the second writer of a slot, earliest over slots
+  }
+  if (!found) return found;
+  for (int64_t u = 0; u < found.token; ++u)
+    if (writing(u) && slot(u) == slot(found.token)) {
+      found.first = u;
+      break;
+    }
+  return found;
+}
+
+void fail_repeated_slot(const char* op, const char* name, const TensorView& slots,
+                        const RepeatedSlot& r) {
+  fail<IndexError>(op, name, {r.token}, str(IndexReader(slots)(r.token)),
+                   "slot already written by token " + str(r.first),
+                   "distinct slots among the tokens that write");
+}
+
+void check_distinct_slots(const char* op, const char* name, const TensorView& v,
+                          const SlotRange& range) {
+  const int64_t n = v.numel(), bad = first_outside(v, -1, range.size());
+  if (const RepeatedSlot r = first_repeated_slot(v, bad, range.size())) fail_repeated_slot(op, name, v, r);
+  if (bad < n) check_slots(op, name, v, range);
+}
+
+namespace {
+
+// The first element of `lengths` (row-major) failing [0, max_len] or `fit`; fails there.
+void scan_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
+                  const std::string* max_text, const PageFit* fit) {
+  const IndexReader len(lengths);
+  const int64_t rows = lengths.size(0), cols = lengths.rank() == 2 ? lengths.size(1) : 1;
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t L = lengths.rank() == 2 ? len(b, j) : len(b);
+      std::vector<int64_t> idx = lengths.rank() == 2 ? std::vector<int64_t>{b, j}
+                                                     : std::vector<int64_t>{b};
+      if (max_text && (L < 0 || L > max_len))
+        fail<IndexError>(op, name, std::move(idx), str(L),
+                         L < 0 ? "negative length" : "longer than the row width",
+                         "0 <= seq_len <= " + *max_text);
+      if (fit == nullptr) continue;
+      const int64_t pages = pages_for(L / fit->divisor, fit->P);
+      if (pages > fit->MP)
+        fail<IndexError>(op, name, std::move(idx), str(L),
+                         "needs " + str(pages) + " pages of " + str(fit->P) + " entries",
+                         fit->expected);
+    }
+}
+
+}  // namespace
+
+void check_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
+                   const std::string& max_text, const PageFit* fit) {
+  scan_lengths(op, name, lengths, max_len, &max_text, fit);
+}
+
+void check_pages_fit(const char* op, const char* name, const TensorView& lengths,
+                     const PageFit& fit) {
+  scan_lengths(op, name, lengths, 0, nullptr, &fit);
+}
+
+void check_covered_blocks(const char* op, const char* name, const TensorView& table,
+                          const std::vector<int64_t>& covered, const Limit& upper) {
+  const IndexReader entry(table);
+  for (int64_t b = 0; b < static_cast<int64_t>(covered.size()); ++b)
+    for (int64_t c = 0; c < covered[static_cast<size_t>(b)]; ++c) {
+      const int64_t id = entry(b, c);
+      if (id < 0)
+        fail<IndexError>(op, name, {b, c}, str(id), "negative block id in the covered range",
+                         ">= 0");
+      if (id >= upper.value) fail<IndexError>(op, name, {b, c}, str(id), upper.problem, upper.expected);
+    }
+}
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,108 @@
+// The element vocabulary of the validation (bad-input.md §1.4 (a), (d), §3): the checks that
+// several ops share, each with one wording. Every check takes whole arrays (contiguous I32 or I64
+// views unless stated) and their bounds, scans them, and reports the first offending element in
+// row-major order; the passing path is a branch-free scan.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/check.hpp"
+
+namespace dsv4cpu::detail {
+
+// ---- (a) scalars ----
+
+// "<name> = 0: not a positive block size (expected <name> >= 1)", ValueError.
+void check_block_size(const char* op, const char* name, int64_t value);
+// "<name> = 48: not a power of two (expected 1, 2, 4, ...)", ValueError.
+void check_power_of_two(const char* op, const char* name, int64_t value);
+// "compress_ratio = 8: unsupported compress ratio (expected 4 or 128)", ValueError.
+void check_compress_ratio(const char* op, int64_t ratio);
+
+// ---- (b) shapes ----
+
+// query_start_loc I32 or I64 [R + 1], R >= 0, contiguous; returns R.
+int64_t check_query_start_loc_shape(const char* op, const TensorView& qsl);
+
+// ---- (d) index elements ----
+
+// Index (flat, row-major) of the first element of the C-contiguous index array `v` outside
+// [lo, hi), lo <= 0 < hi, or v.numel().
+int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi);
+
+// An exclusive upper bound with the words of its rule, e.g.
+// {R, "position beyond the cos/sin table", "position < 8 = rows of cos_sin_cache"}.
+struct Limit {
+  int64_t value;
+  const char* problem;
+  std::string expected;
+};
+
+// query_start_loc[0] = 0 ("does not start at 0") and non-decreasing ("decreasing"); returns
+// T = query_start_loc[R].
+int64_t check_query_start_loc(const char* op, const TensorView& qsl, int64_t R);
+// seq_lens[r] >= query_start_loc[r + 1] - query_start_loc[r] for a checked query_start_loc:
+// "shorter than its request's query tokens".
+void check_seq_lens_cover_queries(const char* op, const TensorView& qsl,
+                                  const TensorView& seq_lens, int64_t R);
+// positions[t] >= 0 ("negative position"), and < below->value when given.
+void check_positions(const char* op, const TensorView& positions, const Limit* below = nullptr);
+// 0 <= v[i] < R: "request index out of range".
+void check_request_indices(const char* op, const char* name, const TensorView& v, int64_t R);
+
+// The slots of a paged cache of `pages` pages of `per_page` rows or entries: -1 (nothing) or in
+// [0, pages x per_page).
+struct SlotRange {
+  int64_t pages, per_page;
+  const char* cache;  // "the state cache"
+  const char* unit;   // "rows"
+  int64_t size() const noexcept { return pages * per_page; }
+};
+// Every element of `v` (rank 1 or 2) is -1 or in the range: "negative slot other than -1",
+// "slot beyond <cache>" (expected "-1 or 0 <= slot < 4096 = 1024 pages x 4 rows").
+void check_slots(const char* op, const char* name, const TensorView& v, const SlotRange& range);
+// The same with no upper bound (expected "-1 or >= 0").
+void check_slots(const char* op, const char* name, const TensorView& v);
+
+// The first token t < n among the writing ones (writes[t] != 0; every valid slot when `writes` is
+// null) whose slot an earlier writing token wrote, and that earlier token. The n slots are -1 or
+// in [0, range). A bitmap over the range when it is small against n, else a sort; either way
+// reused per thread.
+struct RepeatedSlot {
+  int64_t token = -1, first = -1;
+  explicit operator bool() const noexcept { return token >= 0; }
+};
+RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t range,
+                                 const uint8_t* writes = nullptr);
+// "<name>[t] = g: slot already written by token <first> (expected distinct slots among the
+// tokens that write)", IndexError.
+[[noreturn]] void fail_repeated_slot(const char* op, const char* name, const TensorView& slots,
+                                     const RepeatedSlot& r);
+// check_slots, and the valid slots distinct, in one pass: the first offending element for
+// either rule.
+void check_distinct_slots(const char* op, const char* name, const TensorView& v,
+                          const SlotRange& range);
+
+// How many columns of a page table a row length needs: ceil((L / divisor) / P) <= MP, worded
+// "needs 3 pages of 64 entries (expected <expected>)".
+struct PageFit {
+  int64_t divisor, P, MP;
+  std::string expected;  // "ceil(seq_len / block_size) <= 2 = page_table columns"
+};
+// Row lengths (rank 1 or 2, row-major): 0 <= L ("negative length") <= max_len ("longer than
+// the row width", expected "0 <= seq_len <= <max_text>"), and with `fit` the pages they need.
+void check_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
+                   const std::string& max_text, const PageFit* fit = nullptr);
+// The pages row lengths need, without a range (lengths already known to be >= 0).
+void check_pages_fit(const char* op, const char* name, const TensorView& lengths,
+                     const PageFit& fit);
+// The covered entries of a page or block table [B, MP]: columns [0, covered[b]) of row b lie in
+// [0, upper.value): "negative block id in the covered range" (expected ">= 0"), or upper's words.
+void check_covered_blocks(const char* op, const char* name, const TensorView& table,
+                          const std::vector<int64_t>& covered, const Limit& upper);
+
+// ceil(L / P) without overflow (L >= 0, P >= 1).
+inline int64_t pages_for(int64_t L, int64_t P) { return L / P + (L % P != 0 ? 1 : 0); }
+
+}  // namespace dsv4cpu::detail

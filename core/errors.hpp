@@ -1,0 +1,43 @@
+// The error builders of the library (bad-input.md §2): every message has the form
+// "<argument><index> = <value>: <problem> (expected <constraint>)".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/tensor.hpp"
+
+namespace dsv4cpu::detail {
+
+std::string format_float(double v);  // "nan", "inf", "-inf", else shortest round-trip text
+std::string format_index(const std::vector<int64_t>& idx);  // "[3, 7]" or ""
+
+// "<argument><index> = <value>: <problem> (expected <expected>)"
+template <class E>
+[[noreturn]] void fail(const char* op, const std::string& argument, std::vector<int64_t> index,
+                       const std::string& value, const std::string& problem,
+                       const std::string& expected) {
+  std::string msg = argument + format_index(index) + " = " + value + ": " + problem +
+                    " (expected " + expected + ")";
+  throw E(op, argument, std::move(index), value, msg);
+}
+
+// Scalar argument: ValueError "<name> = <value>: <problem> (expected <expected>)".
+[[noreturn]] void fail_value(const char* op, const char* name, const std::string& value,
+                             const std::string& problem, const std::string& expected);
+
+// Whole-array problem: ShapeError "<name>: dtype F32, shape [4, 64] (expected <expected>)",
+// or "<name>: missing (expected ...)" when absent.
+[[noreturn]] void fail_shape(const char* op, const char* name, const TensorView& v,
+                             const std::string& expected);
+
+// bad-input.md §1.4 (f): NonFiniteError for a value computed for token t, e.g.
+// "token 9 (position 131): pooled channel 12 = inf: intermediate overflow (expected finite;
+// nothing was written)" ("not finite" for NaN). `quantity` names the value ("pooled channel",
+// "weights_out head"), `channel` its channel or head (-1: none). argument() is "token t",
+// index() {t, channel} (or {t}).
+[[noreturn]] void fail_computed(const char* op, int64_t t, int64_t position, const char* quantity,
+                                int64_t channel, float value);
+
+}  // namespace dsv4cpu::detail
