@@ -2,6 +2,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "core/check.hpp"
@@ -35,8 +36,11 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   a.sbs = a.state_cache.size(1);
   check_index_array(op, "slot_mapping", a.slot_mapping, {a.N});
   // (c) the in-place state cache against every input.
-  for (const auto& [name, in] : {std::pair{"kv", &a.kv}, {"score", &a.score}, {"ape", &a.ape},
-                                 {"positions", &a.positions}, {"slot_mapping", &a.slot_mapping}})
+  for (const auto& [name, in] : {std::pair{"kv", &a.kv},
+                                 {"score", &a.score},
+                                 {"ape", &a.ape},
+                                 {"positions", &a.positions},
+                                 {"slot_mapping", &a.slot_mapping}})
     check_no_overlap(op, "state_cache", a.state_cache, name, *in);
   // (d) index elements: positions, then slots (range and distinct valid slots, one pass).
   check_positions(op, a.positions);
@@ -71,16 +75,12 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
 
 void validate(MapLocalToGlobalSlotsArgs& a, const Options&) {
   constexpr const char* op = "map_local_to_global_slots";
-  check_block_size(op, "block_size", a.block_size);
-  check_array(op, "local_indices", a.local_indices, {DType::I32, DType::I64}, {kAny, kAny},
-              Layout::unit_inner);
-  a.N = a.local_indices.size(0);
-  a.K = a.local_indices.size(1);
-  check_index_array(op, "req_idx", a.req_idx, {a.N});
-  check_index_array(op, "block_table", a.block_table, {kAny, kAny}, Layout::rows_contiguous);
+  std::tie(a.N, a.K) = check_mapping_arrays(op, "local_indices", a.local_indices, "req_idx",
+                                            a.req_idx, a.block_table, a.block_size);
   check_array(op, "slots", a.slots, {DType::I64}, {a.N, a.K}, Layout::contiguous);
   for (const auto& [name, in] : {std::pair{"local_indices", &a.local_indices},
-                                 {"req_idx", &a.req_idx}, {"block_table", &a.block_table}})
+                                 {"req_idx", &a.req_idx},
+                                 {"block_table", &a.block_table}})
     check_no_overlap(op, "slots", a.slots, name, *in);
   check_request_indices(op, "req_idx", a.req_idx, a.block_table.size(0));
   // A valid local index l >= 0 reads block-table column l / P.
@@ -109,7 +109,8 @@ void validate(CompressorWindowSlotsArgs& a, const Options&) {
   check_index_array(op, "block_table", a.block_table, {kAny, kAny}, Layout::rows_contiguous);
   check_array(op, "gather_slots", a.gather_slots, {DType::I64}, {a.N, a.W}, Layout::contiguous);
   for (const auto& [name, in] : {std::pair{"positions", &a.positions},
-                                 {"token_to_req", &a.token_to_req}, {"block_table", &a.block_table}})
+                                 {"token_to_req", &a.token_to_req},
+                                 {"block_table", &a.block_table}})
     check_no_overlap(op, "gather_slots", a.gather_slots, name, *in);
   check_positions(op, a.positions);
   check_request_indices(op, "token_to_req", a.token_to_req, a.block_table.size(0));
@@ -121,9 +122,11 @@ void validate(CompressorWindowSlotsArgs& a, const Options&) {
       const int64_t l = pos(t) - a.W + 1 + w;
       if (l >= 0)
         refs.check(req(t), refs.column(l), [&] {
-          return BlockTableReferrer{"positions", {t}, pos(t),
-                                    " (window column " + std::to_string(w) + ", local index " +
-                                        std::to_string(l) + ")"};
+          return BlockTableReferrer{
+              "positions",
+              {t},
+              pos(t),
+              " (window column " + std::to_string(w) + ", local index " + std::to_string(l) + ")"};
         });
     }
 }
@@ -170,10 +173,12 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
                "U8 [*, page_bytes >= P * " + std::to_string(entry) + "] with P = " +
                    std::to_string(P) + ", unit inner stride, page stride >= page_bytes");
   // (c) the in-place cache against every input.
-  for (const auto& [name, in] :
-       {std::pair{"state_cache", &a.state_cache}, {"gather_slots", &a.gather_slots},
-        {"positions", &a.positions}, {"kv_slot_mapping", &a.kv_slot_mapping},
-        {"rms_norm_weight", &a.rms_norm_weight}, {"cos_sin_cache", &a.cos_sin_cache}})
+  for (const auto& [name, in] : {std::pair{"state_cache", &a.state_cache},
+                                 {"gather_slots", &a.gather_slots},
+                                 {"positions", &a.positions},
+                                 {"kv_slot_mapping", &a.kv_slot_mapping},
+                                 {"rms_norm_weight", &a.rms_norm_weight},
+                                 {"cos_sin_cache", &a.cos_sin_cache}})
     check_no_overlap(op, "kv_cache", a.kv_cache, name, *in);
   // (d) index elements in signature order, then per emitting token in ascending order: its
   // RoPE row, its own row W - 1, distinct kv slots.

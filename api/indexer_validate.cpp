@@ -52,8 +52,8 @@ Limit in_cache(int64_t num_pages) {
 void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
   constexpr const char* op = "fused_indexer_q_rope_quant";
   // (a) scalars
-  for (const auto& [name, scale] : {std::pair{"softmax_scale", a.softmax_scale},
-                                    {"head_scale", a.head_scale}})
+  for (const auto& [name, scale] :
+       {std::pair{"softmax_scale", a.softmax_scale}, {"head_scale", a.head_scale}})
     if (!std::isfinite(scale) || !(scale > 0.0f))
       fail_value(op, name, format_float(scale), "not a finite positive scale",
                  "a finite value > 0");
@@ -69,7 +69,8 @@ void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
   check_array(op, "weights_out", a.weights_out, {DType::F32}, {a.T, a.H}, Layout::contiguous);
   // (c) overlap
   for (const auto& [name, out] : {std::pair{"q_fp8", &a.q_fp8}, {"weights_out", &a.weights_out}})
-    for (const auto& [in_name, in] : {std::pair{"q", &a.q}, {"weights", &a.weights},
+    for (const auto& [in_name, in] : {std::pair{"q", &a.q},
+                                      {"weights", &a.weights},
                                       {"positions", &a.positions},
                                       {"cos_sin_cache", &a.cos_sin_cache}})
       check_no_overlap(op, name, *out, in_name, *in);
@@ -100,8 +101,7 @@ void validate(Fp8PagedMqaLogitsArgs& a, const Options& o) {
   if (a.max_seq_len < 0)
     fail_value(op, "max_seq_len", str(a.max_seq_len), "negative row width", "max_seq_len >= 0");
   if (a.next_n < 1)
-    fail_value(op, "next_n", str(a.next_n), "not a positive number of query rows",
-               "next_n >= 1");
+    fail_value(op, "next_n", str(a.next_n), "not a positive number of query rows", "next_n >= 1");
   // (b) arrays: q_fp8 [B, next_n, H, 128] or [B·next_n, H, 128]
   const int64_t n = a.next_n;
   if (a.q_fp8.present() && a.q_fp8.rank() == 4) {
@@ -127,11 +127,12 @@ void validate(Fp8PagedMqaLogitsArgs& a, const Options& o) {
   else
     check_index_array(op, "seq_lens", a.seq_lens, {a.B});
   check_index_array(op, "page_table", a.page_table, {a.B, kAny}, Layout::rows_contiguous);
-  check_array(op, "logits", a.logits, {DType::F32}, {a.B * n, a.max_seq_len},
-              Layout::contiguous);
+  check_array(op, "logits", a.logits, {DType::F32}, {a.B * n, a.max_seq_len}, Layout::contiguous);
   // (c) overlap
-  for (const auto& [name, in] : {std::pair{"q_fp8", &a.q_fp8}, {"kv_cache", &a.kv_cache},
-                                 {"weights", &a.weights}, {"seq_lens", &a.seq_lens},
+  for (const auto& [name, in] : {std::pair{"q_fp8", &a.q_fp8},
+                                 {"kv_cache", &a.kv_cache},
+                                 {"weights", &a.weights},
+                                 {"seq_lens", &a.seq_lens},
                                  {"page_table", &a.page_table}})
     check_no_overlap(op, "logits", a.logits, name, *in);
   // (d) every seq_lens element is a row length in [0, S] (1-D form: that of row next_n − 1, the
@@ -181,8 +182,8 @@ void validate(TopkTransformArgs& a, const Options&) {
   // (c) overlap
   for (const auto& [name, out] :
        {std::pair{"raw_indices", &a.raw_indices}, {"page_indices", &a.page_indices}})
-    for (const auto& [in_name, in] : {std::pair{"scores", &a.scores}, {"seq_lens", &a.seq_lens},
-                                      {"page_table", &a.page_table}})
+    for (const auto& [in_name, in] :
+         {std::pair{"scores", &a.scores}, {"seq_lens", &a.seq_lens}, {"page_table", &a.page_table}})
       check_no_overlap(op, name, *out, in_name, *in);
   // (d) lengths, then (with page_indices) the covered page-table entries (§5.5), whose slots
   // (entry << log2 P) + P - 1 must fit int32.
@@ -237,10 +238,12 @@ void validate(IndexerTopkArgs& a, const Options& o) {
   check_indexer_kv_cache(op, a.kv_cache, a.block_size);
   check_topk_output(op, "topk_indices", a.topk_indices, a.T, kIndexerTopk);
   // (c) overlap
-  for (const auto& [name, in] :
-       {std::pair{"q_fp8", &a.q_fp8}, {"weights", &a.weights},
-        {"query_start_loc", &a.query_start_loc}, {"seq_lens", &a.seq_lens},
-        {"block_table", &a.block_table}, {"kv_cache", &a.kv_cache}})
+  for (const auto& [name, in] : {std::pair{"q_fp8", &a.q_fp8},
+                                 {"weights", &a.weights},
+                                 {"query_start_loc", &a.query_start_loc},
+                                 {"seq_lens", &a.seq_lens},
+                                 {"block_table", &a.block_table},
+                                 {"kv_cache", &a.kv_cache}})
     check_no_overlap(op, "topk_indices", a.topk_indices, name, *in);
   // (d) query_start_loc, seq_lens, then (long steps) the block-table entries read
   check_query_start_loc(op, a.query_start_loc, a.R);
@@ -251,9 +254,9 @@ void validate(IndexerTopkArgs& a, const Options& o) {
   a.short_context = max_entries <= kIndexerTopk;  // §7.2
   if (a.short_context) return;
   const int64_t P = a.block_size, MB = a.block_table.size(1);
-  check_pages_fit(op, "seq_lens", a.seq_lens,
-                  {4, P, MB, "ceil((seq_len / 4) / block_size) <= " + str(MB) +
-                                 " = block_table columns"});
+  check_pages_fit(
+      op, "seq_lens", a.seq_lens,
+      {4, P, MB, "ceil((seq_len / 4) / block_size) <= " + str(MB) + " = block_table columns"});
   std::vector<int64_t> covered(static_cast<size_t>(a.R));
   for (int64_t r = 0; r < a.R; ++r) covered[static_cast<size_t>(r)] = pages_for(seq_lens(r) / 4, P);
   check_covered_blocks(op, "block_table", a.block_table, covered, in_cache(a.kv_cache.size(0)));

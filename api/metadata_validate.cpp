@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -76,8 +77,8 @@ void check_compressed_slot_refs(const char* op, const TensorView& qsl_v, const T
       if (token_slot_mapping.present() && own(t) == -1) continue;
       const int64_t p = first + (t - q0), col = refs.column(p / ratio);
       runs.check(r, col, col, [&] {
-        return BlockTableReferrer{"seq_lens", {r}, seq(r),
-                                  " at token " + str(t) + " (position " + str(p) + ")"};
+        return BlockTableReferrer{
+            "seq_lens", {r}, seq(r), " at token " + str(t) + " (position " + str(p) + ")"};
       });
     }
   }
@@ -184,8 +185,8 @@ void validate(TokenPositionsArgs& a, const Options&) {
   check_index_array(op, "seq_lens", a.seq_lens, {a.R});
   check_array(op, "positions", a.positions, {DType::I64}, {kAny}, Layout::contiguous);
   check_array(op, "token_to_req", a.token_to_req, {DType::I32}, {kAny}, Layout::contiguous);
-  for (const auto& [name, in] : {std::pair{"query_start_loc", &a.query_start_loc},
-                                 std::pair{"seq_lens", &a.seq_lens}}) {
+  for (const auto& [name, in] :
+       {std::pair{"query_start_loc", &a.query_start_loc}, std::pair{"seq_lens", &a.seq_lens}}) {
     check_no_overlap(op, "positions", a.positions, name, *in);
     check_no_overlap(op, "token_to_req", a.token_to_req, name, *in);
   }
@@ -214,8 +215,8 @@ void validate(SlotMappingArgs& a, const Options&) {
   check_positions(op, a.positions);
   check_request_indices(op, "token_to_req", a.token_to_req, a.block_table.size(0));
   const auto position = [](int64_t p) { return p; };
-  check_token_columns(op, a.positions, a.token_to_req, a.block_table, a.block_size, a.T,
-                      position, position);
+  check_token_columns(op, a.positions, a.token_to_req, a.block_table, a.block_size, a.T, position,
+                      position);
 }
 
 // ---- split_decodes_and_prefills (§4) ----
@@ -244,8 +245,7 @@ void validate(CompressedSlotMappingArgs& a, const Options&) {
   check_no_overlap(op, "slot_mapping", a.slot_mapping, "query_start_loc", a.query_start_loc);
   check_no_overlap(op, "slot_mapping", a.slot_mapping, "seq_lens", a.seq_lens);
   check_no_overlap(op, "slot_mapping", a.slot_mapping, "block_table", a.block_table);
-  check_no_overlap(op, "slot_mapping", a.slot_mapping, "token_slot_mapping",
-                   a.token_slot_mapping);
+  check_no_overlap(op, "slot_mapping", a.slot_mapping, "token_slot_mapping", a.token_slot_mapping);
   a.T = check_query_start_loc(op, a.query_start_loc, a.R);
   if (a.token_slot_mapping.present())
     check_index_array(op, "token_slot_mapping", a.token_slot_mapping, {a.T});
@@ -260,19 +260,17 @@ void validate(CompressedSlotMappingArgs& a, const Options&) {
 
 void validate(SwaWindowIndicesArgs& a, const Options&) {
   constexpr const char* op = "swa_window_indices";
-  if (a.window < 1)
-    fail_value(op, "window", str(a.window), "not a positive window", "window >= 1");
+  if (a.window < 1) fail_value(op, "window", str(a.window), "not a positive window", "window >= 1");
   check_block_size(op, "block_size", a.block_size);
   check_index_array(op, "positions", a.positions, {kAny});
   a.T = a.positions.size(0);
   check_index_array(op, "token_to_req", a.token_to_req, {a.T});
   check_index_array(op, "block_table", a.block_table, {kAny, kAny}, Layout::rows_contiguous);
   check_array(op, "indices", a.indices, {DType::I64}, {a.T, a.window}, Layout::contiguous);
-  if (a.lens.present())
-    check_array(op, "lens", a.lens, {DType::I32}, {a.T}, Layout::contiguous);
-  for (const auto& [name, in] : {std::pair{"positions", &a.positions},
-                                 std::pair{"token_to_req", &a.token_to_req},
-                                 std::pair{"block_table", &a.block_table}}) {
+  if (a.lens.present()) check_array(op, "lens", a.lens, {DType::I32}, {a.T}, Layout::contiguous);
+  for (const auto& [name, in] :
+       {std::pair{"positions", &a.positions}, std::pair{"token_to_req", &a.token_to_req},
+        std::pair{"block_table", &a.block_table}}) {
     check_no_overlap(op, "indices", a.indices, name, *in);
     check_no_overlap(op, "lens", a.lens, name, *in);
   }
@@ -291,9 +289,9 @@ void validate(SwaWindowIndicesArgs& a, const Options&) {
 // positions (>= 0, < max_model_len when > 0, n_t <= W) and the prefixes of the block-table rows
 // the first `readers` tokens map (every token of the CPU form, the decode tokens of the GPU form).
 static void check_c128a_elements(const char* op, const TensorView& positions,
-                          const TensorView& token_to_req, const TensorView& block_table,
-                          int64_t block_size, int64_t max_model_len, int64_t T, int64_t W,
-                          int64_t readers) {
+                                 const TensorView& token_to_req, const TensorView& block_table,
+                                 int64_t block_size, int64_t max_model_len, int64_t T, int64_t W,
+                                 int64_t readers) {
   check_positions_below(op, positions, max_model_len);
   const IndexReader pos(positions);
   for (int64_t t = 0; t < T; ++t)
@@ -347,22 +345,20 @@ void validate(C128aDecodeMetadataArgs& a, const Options&) {
   const int64_t wmax = c128a_decode_max_width(a.max_model_len);
   const std::string width_rule =
       "I64 [" + str(nd) + ", W], W a multiple of 128 and <= " + str(wmax) + ", contiguous";
-  check_array(op, "decode_global", a.decode_global, {DType::I64}, {nd, kAny},
-              Layout::contiguous);
+  check_array(op, "decode_global", a.decode_global, {DType::I64}, {nd, kAny}, Layout::contiguous);
   a.W = a.decode_global.size(1);
   if (a.W % 128 != 0 || a.W > wmax) fail_shape(op, "decode_global", a.decode_global, width_rule);
   check_array(op, "decode_lens", a.decode_lens, {DType::I32}, {nd}, Layout::contiguous);
   check_array(op, "prefill_local", a.prefill_local, {DType::I32}, {a.T - nd, a.W},
               Layout::contiguous);
-  const std::pair<const char*, const TensorView*> outputs[] = {
-      {"decode_global", &a.decode_global},
-      {"decode_lens", &a.decode_lens},
-      {"prefill_local", &a.prefill_local}};
+  const std::pair<const char*, const TensorView*> outputs[] = {{"decode_global", &a.decode_global},
+                                                               {"decode_lens", &a.decode_lens},
+                                                               {"prefill_local", &a.prefill_local}};
   for (const auto& [out_name, out] : outputs)
-    for (const auto& [name, in] : {std::pair{"positions", &a.positions},
-                                   std::pair{"token_to_req", &a.token_to_req},
-                                   std::pair{"block_table", &a.block_table},
-                                   std::pair{"token_slot_mapping", &a.token_slot_mapping}})
+    for (const auto& [name, in] :
+         {std::pair{"positions", &a.positions}, std::pair{"token_to_req", &a.token_to_req},
+          std::pair{"block_table", &a.block_table},
+          std::pair{"token_slot_mapping", &a.token_slot_mapping}})
       check_no_overlap(op, out_name, *out, name, *in);
   check_outputs_disjoint(op, "decode_global", a.decode_global, "decode_lens", a.decode_lens);
   check_outputs_disjoint(op, "decode_global", a.decode_global, "prefill_local", a.prefill_local);
@@ -376,21 +372,16 @@ void validate(C128aDecodeMetadataArgs& a, const Options&) {
 
 void validate(C4aGlobalTopkIndicesArgs& a, const Options&) {
   constexpr const char* op = "c4a_global_topk_indices";
-  check_block_size(op, "block_size", a.block_size);
-  check_array(op, "topk_indices", a.topk_indices, {DType::I32, DType::I64}, {kAny, kAny},
-              Layout::unit_inner);
-  a.T = a.topk_indices.size(0);
-  a.K = a.topk_indices.size(1);
-  check_index_array(op, "token_to_req", a.token_to_req, {a.T});
-  check_index_array(op, "block_table", a.block_table, {kAny, kAny}, Layout::rows_contiguous);
+  std::tie(a.T, a.K) = check_mapping_arrays(op, "topk_indices", a.topk_indices, "token_to_req",
+                                            a.token_to_req, a.block_table, a.block_size);
   if (a.token_slot_mapping.present())
     check_index_array(op, "token_slot_mapping", a.token_slot_mapping, {a.T});
   check_array(op, "indices", a.indices, {DType::I64}, {a.T, a.K}, Layout::contiguous);
   check_array(op, "lens", a.lens, {DType::I32}, {a.T}, Layout::contiguous);
-  for (const auto& [name, in] : {std::pair{"topk_indices", &a.topk_indices},
-                                 std::pair{"token_to_req", &a.token_to_req},
-                                 std::pair{"block_table", &a.block_table},
-                                 std::pair{"token_slot_mapping", &a.token_slot_mapping}}) {
+  for (const auto& [name, in] :
+       {std::pair{"topk_indices", &a.topk_indices}, std::pair{"token_to_req", &a.token_to_req},
+        std::pair{"block_table", &a.block_table},
+        std::pair{"token_slot_mapping", &a.token_slot_mapping}}) {
     check_no_overlap(op, "indices", a.indices, name, *in);
     check_no_overlap(op, "lens", a.lens, name, *in);
   }
@@ -479,8 +470,7 @@ void validate(SplitIndexerPrefillChunksArgs& a, const Options&) {
       fail<IndexError>(op, "compressed_lens", {i}, str(n(i)), "negative length", ">= 0");
   int64_t total = 0;
   for (int64_t i = 0; i < a.count; ++i) {
-    if (m(i) < 1)
-      fail<IndexError>(op, "query_lens", {i}, str(m(i)), "empty prefill query", ">= 1");
+    if (m(i) < 1) fail<IndexError>(op, "query_lens", {i}, str(m(i)), "empty prefill query", ">= 1");
     if (m(i) > INT64_MAX - total)
       fail<IndexError>(op, "query_lens", {i}, str(m(i)), "total query length overflows int64",
                        "sum of query_lens <= 2^63 - 1");

@@ -32,7 +32,8 @@ const std::vector<OpEntry>& registered_op_entries() {
   static VariantList<CompressorWindowSlotsArgs> compressor_window_slots = {
       reference(ref::compressor_window_slots),
   };
-  static VariantList<CompressNormRopeStoreArgs> compress_norm_rope_store = {  // both heads
+  static VariantList<CompressNormRopeStoreArgs> compress_norm_rope_store = {
+      // both heads
       highway("hwy", opt::compress_norm_rope_store),
       reference(ref::compress_norm_rope_store),
   };
@@ -50,7 +51,8 @@ const std::vector<OpEntry>& registered_op_entries() {
       highway("hwy", opt::fp8_paged_mqa_logits_hwy),
       reference(ref::fp8_paged_mqa_logits),
   };
-  static VariantList<TopkTransformArgs> topk_transform = {  // K = 512 and 1024
+  static VariantList<TopkTransformArgs> topk_transform = {
+      // K = 512 and 1024
       highway("hwy", opt::topk_transform_hwy),
       reference(ref::topk_transform),
   };
@@ -83,7 +85,8 @@ const std::vector<OpEntry>& registered_op_entries() {
       portable("opt", opt::swa_window_indices),
       reference(ref::swa_window_indices),
   };
-  static VariantList<C128aTopkIndicesArgs> c128a_topk_indices = {  // both widths
+  static VariantList<C128aTopkIndicesArgs> c128a_topk_indices = {
+      // both widths
       portable("opt", opt::c128a_topk_indices),
       reference(ref::c128a_topk_indices),
   };

@@ -1,13 +1,17 @@
 // The call path of every op: the variant lists of api/registry.cpp, found by argument pack, and
 // run_op, which selects the variant, validates and runs it.
 #pragma once
+#include <stdexcept>
 #include <string>
 #include <typeinfo>
 #include <vector>
 
 #include "core/registry.hpp"
+#include "dsv4cpu/numerics.hpp"
 
-namespace dsv4cpu::detail {// Every op in spec order (api/registry.cpp); the lists are built on first use.
+namespace dsv4cpu::detail {
+
+// Every op in spec order (api/registry.cpp); the lists are built on first use.
 const std::vector<OpEntry>& registered_op_entries();
 
 // The list of the ops taking `Args` (ops sharing an argument pack share their list).
@@ -16,7 +20,8 @@ const VariantList<Args>& variants() {
   static const VariantList<Args>* const list = [] {
     for (const OpEntry& e : registered_op_entries())
       if (*e.args == typeid(Args)) return static_cast<const VariantList<Args>*>(e.list);
-    return static_cast<const VariantList<Args>*>(nullptr);
+    throw std::logic_error(std::string("no variant list in api/registry.cpp for ") +
+                           typeid(Args).name());
   }();
   return *list;
 }

@@ -53,8 +53,8 @@ inline constexpr EntryLayout kIndexerEntry{128, 64, 128, 128, 128, 4, true};
 struct CompressNormRopeStoreArgs {
   const char* op;  // the op's name, for messages
   EntryLayout layout;
-  TensorView state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight,
-      cos_sin_cache, kv_cache;
+  TensorView state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight, cos_sin_cache,
+      kv_cache;
   double rms_norm_eps;
   int64_t kv_cache_block_size, compress_ratio;
   ScaleClamp scale_clamp;

@@ -222,33 +222,37 @@ Prepare map_slots_shape(const BatchShape& s) {
   };
 }
 
-const Registrar registrar([] {
+}  // namespace
+
+void compressor_cases(Cases& out) {
+  const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p) {
+    out.push_back({op, shape, p});
+  };
   for (const BatchShape& s : batch_shapes()) {
     for (const Head& h : {kC4, kC128}) {
       const std::string shape = std::string(h.name) + "/" + s.name;
-      register_op("save_partial_states", shape, save_partial_states_shape(h, s));
-      register_op("compressor_window_slots", shape, window_slots_shape(h, s));
-      register_op("compress_norm_rope_store", shape, compress_shape(h, s));
+      add("save_partial_states", shape, save_partial_states_shape(h, s));
+      add("compressor_window_slots", shape, window_slots_shape(h, s));
+      add("compress_norm_rope_store", shape, compress_shape(h, s));
     }
     const std::string shape = std::string(kC4Indexer.name) + "/" + s.name;
-    register_op("save_partial_states", "indexer_" + shape,
-                save_partial_states_shape(kC4Indexer, s));
-    register_op("compress_norm_rope_store_indexer", shape, compress_shape(kC4Indexer, s));
-    register_op("map_local_to_global_slots", std::string("C4/") + s.name, map_slots_shape(s));
+    add("save_partial_states", "indexer_" + shape, save_partial_states_shape(kC4Indexer, s));
+    add("compress_norm_rope_store_indexer", shape, compress_shape(kC4Indexer, s));
+    add("map_local_to_global_slots", std::string("C4/") + s.name, map_slots_shape(s));
   }
   // make_cos_sin_cache takes no Options: benchmarked while it has a single variant.
-  if (available_variants("make_cos_sin_cache").size() != 1) return;
-  register_op("make_cos_sin_cache", "rows65536", [] {
-    auto out = std::make_shared<std::vector<float>>(static_cast<size_t>(kTableRows * 64));
+  const testing::Plan one{true, std::nullopt, false, {0}};
+  if (testing::runs("make_cos_sin_cache", one).runs.size() != 1) return;
+  add("make_cos_sin_cache", "rows65536", [] {
+    auto table = std::make_shared<std::vector<float>>(static_cast<size_t>(kTableRows * 64));
     Prepared p;
-    p.run = [out](const Options&) {
+    p.run = [table](const Options&) {
       make_cos_sin_cache(kTableRows, 160000.0, YarnParams{},
-                         TensorView(out->data(), DType::F32, {kTableRows, 64}));
+                         TensorView(table->data(), DType::F32, {kTableRows, 64}));
     };
     p.bytes = kTableRows * 64 * 4;
     return p;
   });
-});
+}
 
-}  // namespace
 }  // namespace dsv4cpu::bench

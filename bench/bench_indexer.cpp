@@ -165,23 +165,27 @@ Prepare quant_shape(int64_t T) {
   };
 }
 
-const Registrar registrar([] {
-  for (const auto& [name, L] : {std::pair{"row8K", 8192}, {"row32K", 32768}, {"row128K", 131072}})
-    register_op("fp8_paged_mqa_logits", name, logits_shape(1, L));
-  register_op("fp8_paged_mqa_logits", "decode8x32K", logits_shape(8, 32768));
-  for (const auto& [name, L] : {std::pair{"32K", 32768}, {"128K", 131072}, {"1M", 1048576}}) {
-    register_op("topk_transform_512", std::string("random") + name,
-                topk_shape(L, false, TopkMode::canonical));
-    register_op("topk_transform_512", std::string("ascending") + name,
-                topk_shape(L, true, TopkMode::canonical));
-    register_op("topk_transform_512", std::string("vllm_random") + name,
-                topk_shape(L, false, TopkMode::vllm));
-    register_op("topk_transform_512", std::string("vllm_ascending") + name,
-                topk_shape(L, true, TopkMode::vllm));
-  }
-  register_op("indexer_topk", "decode8x32K", indexer_topk_shape(8, 32768));
-  register_op("fused_indexer_q_rope_quant", "tokens64", quant_shape(64));
-});
-
 }  // namespace
+
+void indexer_cases(Cases& out) {
+  const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p) {
+    out.push_back({op, shape, p});
+  };
+  for (const auto& [name, L] : {std::pair{"row8K", 8192}, {"row32K", 32768}, {"row128K", 131072}})
+    add("fp8_paged_mqa_logits", name, logits_shape(1, L));
+  add("fp8_paged_mqa_logits", "decode8x32K", logits_shape(8, 32768));
+  for (const auto& [name, L] : {std::pair{"32K", 32768}, {"128K", 131072}, {"1M", 1048576}}) {
+    add("topk_transform_512", std::string("random") + name,
+        topk_shape(L, false, TopkMode::canonical));
+    add("topk_transform_512", std::string("ascending") + name,
+        topk_shape(L, true, TopkMode::canonical));
+    add("topk_transform_512", std::string("vllm_random") + name,
+        topk_shape(L, false, TopkMode::vllm));
+    add("topk_transform_512", std::string("vllm_ascending") + name,
+        topk_shape(L, true, TopkMode::vllm));
+  }
+  add("indexer_topk", "decode8x32K", indexer_topk_shape(8, 32768));
+  add("fused_indexer_q_rope_quant", "tokens64", quant_shape(64));
+}
+
 }  // namespace dsv4cpu::bench

@@ -334,21 +334,25 @@ Prepared build_tile_scheduler_run() {
   return p;
 }
 
-const Registrar registrar([] {
-  const std::string shape = "step8192";
-  register_op("token_positions", shape, token_positions_run);
-  register_op("slot_mapping", shape, slot_mapping_run);
-  register_op("split_decodes_and_prefills", shape, split_run);
-  register_op("compressed_slot_mapping", shape, compressed_slot_mapping_run);
-  register_op("swa_window_indices", shape, swa_window_indices_run);
-  register_op("c128a_topk_indices", shape, [] { return c128a_topk_run(false); });
-  register_op("c128a_topk_indices_compact", shape, [] { return c128a_topk_run(true); });
-  register_op("c128a_decode_metadata", shape, c128a_decode_metadata_run);
-  register_op("c4a_global_topk_indices", shape, c4a_global_topk_indices_run);
-  register_op("indexer_metadata", shape, indexer_metadata_run);
-  register_op("split_indexer_prefill_chunks", shape, split_indexer_prefill_chunks_run);
-  register_op("build_tile_scheduler", shape, build_tile_scheduler_run);
-});
-
 }  // namespace
+
+void metadata_cases(Cases& out) {
+  const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p) {
+    out.push_back({op, shape, p});
+  };
+  const std::string shape = "step8192";
+  add("token_positions", shape, token_positions_run);
+  add("slot_mapping", shape, slot_mapping_run);
+  add("split_decodes_and_prefills", shape, split_run);
+  add("compressed_slot_mapping", shape, compressed_slot_mapping_run);
+  add("swa_window_indices", shape, swa_window_indices_run);
+  add("c128a_topk_indices", shape, [] { return c128a_topk_run(false); });
+  add("c128a_topk_indices_compact", shape, [] { return c128a_topk_run(true); });
+  add("c128a_decode_metadata", shape, c128a_decode_metadata_run);
+  add("c4a_global_topk_indices", shape, c4a_global_topk_indices_run);
+  add("indexer_metadata", shape, indexer_metadata_run);
+  add("split_indexer_prefill_chunks", shape, split_indexer_prefill_chunks_run);
+  add("build_tile_scheduler", shape, build_tile_scheduler_run);
+}
+
 }  // namespace dsv4cpu::bench

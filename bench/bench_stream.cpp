@@ -22,7 +22,11 @@ void stream_read(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
-BENCHMARK(stream_read)->Arg(int64_t{64} << 20);  // CPU time, like the single-thread op runs
-
 }  // namespace
+
+void register_stream_read() {
+  benchmark::RegisterBenchmark("stream_read", stream_read)
+      ->Arg(int64_t{64} << 20);  // CPU time, like the single-thread op runs
+}
+
 }  // namespace dsv4cpu::bench

@@ -1,11 +1,12 @@
-// Helpers shared by the benchmark files. Each area has its own bench/bench_<area>.cpp that, at
-// static initialisation, registers one run per (op, variant, shape) through register_op; the
-// variants come from dsv4cpu::registered_ops(), so a new variant needs no benchmark edit.
+// Helpers shared by the benchmark files. Each area's bench/bench_<area>.cpp lists its cases
+// (<area>_cases: one per op and shape); bench_runs.cpp turns every case into one run per variant
+// of testing::runs (the registry decides, so a new variant needs no benchmark edit) and registers
+// them with Google Benchmark, in dsv4cpu-bench's main (bench_main.cpp).
 //
 // Naming: `<op>/<variant>/<shape>` runs on one thread (Options::num_threads = 1) and is timed in
-// CPU time; `<op>/<variant>/<shape>/threads:2/real_time` (variants other than "ref") runs on two
-// threads and is timed in wall-clock time. Every run reports
-// bytes/s from SetBytesProcessed(bytes read + bytes written per iteration), comparable with the
+// CPU time; `<op>/<variant>/<shape>/threads:2/real_time` (variants other than the reference) runs
+// on two threads and is timed in wall-clock time. Every run reports bytes/s from
+// SetBytesProcessed(bytes read + bytes written per iteration), comparable with the
 // `stream_read/<bytes>` roofline of this machine.
 #pragma once
 #include <benchmark/benchmark.h>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "dsv4cpu/options.hpp"
+#include "testing/runs.hpp"
 
 namespace dsv4cpu::bench {
 
@@ -39,45 +41,31 @@ struct Prepared {
 // Builds the data of a shape (called once per registered run, outside the timed loop).
 using Prepare = std::function<Prepared()>;
 
-inline std::vector<VariantInfo> available_variants(const std::string& op) {
-  std::vector<VariantInfo> out;
-  for (const OpInfo& info : registered_ops())
-    if (info.name == op)
-      for (const VariantInfo& v : info.variants)
-        if (v.available) out.push_back(v);
-  return out;
-}
-
-// Registers `<op>/<variant>/<shape>` for every available variant of `op`, and the two-thread run
-// of every variant other than "ref".
-inline void register_op(const std::string& op, const std::string& shape, const Prepare& prepare) {
-  for (const VariantInfo& v : available_variants(op)) {
-    for (int threads : {1, 2}) {
-      if (threads == 2 && v.name == "ref") continue;
-      std::string name = op + "/" + v.name + "/" + shape;
-      if (threads == 2) name += "/threads:2";
-      auto body = [=](benchmark::State& state) {
-        const Prepared p = prepare();
-        Options o;
-        o.variant = v.name;
-        o.num_threads = threads;
-        for (auto _ : state) p.run(o);
-        state.SetBytesProcessed(state.iterations() * p.bytes);
-        if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
-        if (p.flops > 0)  // "flops": FLOP/s, compared with the ISA's peak by the dashboard
-          state.counters["flops"] = benchmark::Counter(
-              static_cast<double>(state.iterations() * p.flops), benchmark::Counter::kIsRate);
-      };
-      benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name.c_str(), body);
-      if (threads == 2) b->UseRealTime();  // the work of both threads, in wall time
-    }
-  }
-}
-
-// Registers a whole area from a static object: `static const Registrar r([] { ... });`.
-struct Registrar {
-  explicit Registrar(const std::function<void()>& f) { f(); }
+// One benchmark shape of an op.
+struct Case {
+  std::string op, shape;
+  Prepare prepare;
 };
+using Cases = std::vector<Case>;
+
+// The cases of each area, in registration order (bench_<area>.cpp).
+void compressor_cases(Cases& out);
+void indexer_cases(Cases& out);
+void metadata_cases(Cases& out);
+
+// A benchmark of the suite: its name, its case and the run (variant, thread count) it times.
+struct BenchRun {
+  std::string name;
+  Case bench_case;
+  testing::Run run;
+};
+// Every benchmark, without registering or running anything: each case on the dispatched target
+// of every available variant, with 1 thread and (but the reference) 2.
+std::vector<BenchRun> benchmark_runs();
+// Registers benchmark_runs() with Google Benchmark.
+void register_benchmarks();
+// Registers stream_read/<bytes> (bench_stream.cpp).
+void register_stream_read();
 
 // ---- data ----
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The conformance command: installs the Debian packages, builds dsv4cpu-verify (Release) and runs it
-# over the embedded fixtures in fixtures/ with every available variant. Extra arguments are passed
+# over the embedded fixtures in fixtures/ with every available variant (Highway variants on every
+# compiled target). Extra arguments are passed
 # to dsv4cpu-verify (e.g. another fixture folder, or --impl reference).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -70,6 +70,15 @@ void check_no_overlap(const char* op, const char* out_name, const TensorView& ou
                        " (expected an output that does not overlap any input)");
 }
 
+std::vector<int64_t> unflatten(const TensorView& v, int64_t flat) {
+  std::vector<int64_t> idx(static_cast<size_t>(v.rank()));
+  for (int d = v.rank() - 1; d >= 0; --d) {
+    idx[static_cast<size_t>(d)] = flat % v.size(d);
+    flat /= v.size(d);
+  }
+  return idx;
+}
+
 void check_outputs_disjoint(const char* op, const char* a_name, const TensorView& a,
                             const char* b_name, const TensorView& b) {
   if (!a.present() || !b.present() || !a.overlaps(b)) return;

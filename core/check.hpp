@@ -61,6 +61,9 @@ class IndexReader {
   int64_t s0_ = 0, s1_ = 0;
 };
 
+// Multi-index of element `flat` (row-major) of a C-contiguous view.
+std::vector<int64_t> unflatten(const TensorView& v, int64_t flat);
+
 // Calls f(p) with the typed data of an index array (const int32_t* or const int64_t*).
 template <class F>
 decltype(auto) with_data(const TensorView& v, F&& f) {
@@ -70,9 +73,8 @@ decltype(auto) with_data(const TensorView& v, F&& f) {
 // f(pa, pb) with the typed data of two index arrays.
 template <class F>
 decltype(auto) with_data(const TensorView& a, const TensorView& b, F&& f) {
-  return with_data(a, [&](const auto* pa) {
-    return with_data(b, [&](const auto* pb) { return f(pa, pb); });
-  });
+  return with_data(
+      a, [&](const auto* pa) { return with_data(b, [&](const auto* pb) { return f(pa, pb); }); });
 }
 
 }  // namespace dsv4cpu::detail

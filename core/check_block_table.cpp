@@ -2,7 +2,21 @@
 
 #include <climits>
 
+#include "core/check_index.hpp"
+
 namespace dsv4cpu::detail {
+
+std::pair<int64_t, int64_t> check_mapping_arrays(const char* op, const char* local_name,
+                                                 const TensorView& local, const char* req_name,
+                                                 const TensorView& req,
+                                                 const TensorView& block_table,
+                                                 int64_t block_size) {
+  check_block_size(op, "block_size", block_size);
+  check_array(op, local_name, local, {DType::I32, DType::I64}, {kAny, kAny}, Layout::unit_inner);
+  check_index_array(op, req_name, req, {local.size(0)});
+  check_index_array(op, "block_table", block_table, {kAny, kAny}, Layout::rows_contiguous);
+  return {local.size(0), local.size(1)};
+}
 
 BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size)
     : op_(op),
@@ -16,10 +30,10 @@ BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, in
 
 void BlockTableRefs::fail(int64_t r, int64_t col, const BlockTableReferrer& by) const {
   if (col >= MB_)
-    detail::fail<IndexError>(op_, by.argument, by.index, std::to_string(by.value),
-                             "references block-table column " + std::to_string(col) +
-                                 " beyond the table" + by.detail,
-                             "column < " + std::to_string(MB_));
+    detail::fail<IndexError>(
+        op_, by.argument, by.index, std::to_string(by.value),
+        "references block-table column " + std::to_string(col) + " beyond the table" + by.detail,
+        "column < " + std::to_string(MB_));
   const int64_t entry = bt_(r, col);
   const std::string referrer = std::string(by.argument) + format_index(by.index) + " = " +
                                std::to_string(by.value) + by.detail;

@@ -9,11 +9,21 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.hpp"
 
 namespace dsv4cpu::detail {
+
+// The arrays of a mapping of local indices through a block table (compressor.md §4.1, metadata.md
+// §8), block size first: `block_size` >= 1; `local` I32 or I64 [N, K] with unit inner stride; the
+// request of each row, `req` [N]; the block table [R, MB] with contiguous rows. Returns {N, K}.
+std::pair<int64_t, int64_t> check_mapping_arrays(const char* op, const char* local_name,
+                                                 const TensorView& local, const char* req_name,
+                                                 const TensorView& req,
+                                                 const TensorView& block_table,
+                                                 int64_t block_size);
 
 // The input element that makes a formula read an entry, as messages name it:
 // "<argument><index> = <value><detail>" (`detail` says how the element leads to the entry, e.g.

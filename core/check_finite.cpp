@@ -15,16 +15,6 @@ bool exponent_all_ones(float v) {
   return (u & 0x7F800000u) == 0x7F800000u;
 }
 
-// Multi-index of element `flat` of a C-contiguous view.
-std::vector<int64_t> unflatten(const TensorView& v, int64_t flat) {
-  std::vector<int64_t> idx(static_cast<size_t>(v.rank()));
-  for (int d = v.rank() - 1; d >= 0; --d) {
-    idx[static_cast<size_t>(d)] = flat % v.size(d);
-    flat /= v.size(d);
-  }
-  return idx;
-}
-
 }  // namespace
 
 int64_t first_non_finite(const float* x, int64_t n) {

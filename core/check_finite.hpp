@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/errors.hpp"
+#include "core/check.hpp"
 
 namespace dsv4cpu::detail {
 

@@ -10,16 +10,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Multi-index of element `flat` of a C-contiguous view.
-std::vector<int64_t> unflatten(const TensorView& v, int64_t flat) {
-  std::vector<int64_t> idx(static_cast<size_t>(v.rank()));
-  for (int d = v.rank() - 1; d >= 0; --d) {
-    idx[static_cast<size_t>(d)] = flat % v.size(d);
-    flat /= v.size(d);
-  }
-  return idx;
-}
-
 // Index of the first of p[0 .. n) outside [lo, hi), or n. Blocks are first tested branch-free
 // with one unsigned compare per element, in the element's own width (values below lo wrap above
 // every span the type can hold); a flagged block is then scanned exactly.
@@ -34,7 +24,8 @@ int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
     U bad = 0;
-    for (int64_t i = b; i < e; ++i) bad |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
+    for (int64_t i = b; i < e; ++i)
+      bad |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
     if (bad == 0) continue;
     for (int64_t i = b; i < e; ++i)
       if (p[i] < lo || p[i] >= hi) return i;
@@ -45,14 +36,14 @@ int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
 // The pad-value rule shared by the slot checks: v is -1 or >= 0.
 [[noreturn]] void fail_slot(const char* op, const char* name, const TensorView& v, int64_t flat,
                             int64_t slot, const SlotRange* range) {
-  const std::string expected =
-      range ? "-1 or 0 <= slot < " + str(range->size()) + " = " + str(range->pages) +
-                  " pages x " + str(range->per_page) + " " + range->unit
-            : std::string("-1 or >= 0");
-  fail<IndexError>(op, name, unflatten(v, flat), str(slot),
-                   slot < 0 ? std::string("negative slot other than -1")
-                            : std::string("slot beyond ") + range->cache,
-                   expected);
+  const std::string expected = range ? "-1 or 0 <= slot < " + str(range->size()) + " = " +
+                                           str(range->pages) + " pages x " + str(range->per_page) +
+                                           " " + range->unit
+                                     : std::string("-1 or >= 0");
+  const std::string problem = slot < 0 || range == nullptr
+                                  ? std::string("negative slot other than -1")
+                                  : std::string("slot beyond ") + range->cache;
+  fail<IndexError>(op, name, unflatten(v, flat), str(slot), problem, expected);
 }
 
 // Per-thread scratch of first_repeated_slot, kept between calls.
@@ -103,8 +94,8 @@ int64_t check_query_start_loc(const char* op, const TensorView& v, int64_t R) {
   return qsl(R);
 }
 
-void check_seq_lens_cover_queries(const char* op, const TensorView& qsl_v,
-                                  const TensorView& seq_v, int64_t R) {
+void check_seq_lens_cover_queries(const char* op, const TensorView& qsl_v, const TensorView& seq_v,
+                                  int64_t R) {
   const IndexReader qsl(qsl_v), seq(seq_v);
   for (int64_t r = 0; r < R; ++r) {
     const int64_t q = qsl(r + 1) - qsl(r);
@@ -199,7 +190,8 @@ void fail_repeated_slot(const char* op, const char* name, const TensorView& slot
 void check_distinct_slots(const char* op, const char* name, const TensorView& v,
                           const SlotRange& range) {
   const int64_t n = v.numel(), bad = first_outside(v, -1, range.size());
-  if (const RepeatedSlot r = first_repeated_slot(v, bad, range.size())) fail_repeated_slot(op, name, v, r);
+  if (const RepeatedSlot r = first_repeated_slot(v, bad, range.size()))
+    fail_repeated_slot(op, name, v, r);
   if (bad < n) check_slots(op, name, v, range);
 }
 
@@ -213,8 +205,8 @@ void scan_lengths(const char* op, const char* name, const TensorView& lengths, i
   for (int64_t b = 0; b < rows; ++b)
     for (int64_t j = 0; j < cols; ++j) {
       const int64_t L = lengths.rank() == 2 ? len(b, j) : len(b);
-      std::vector<int64_t> idx = lengths.rank() == 2 ? std::vector<int64_t>{b, j}
-                                                     : std::vector<int64_t>{b};
+      std::vector<int64_t> idx =
+          lengths.rank() == 2 ? std::vector<int64_t>{b, j} : std::vector<int64_t>{b};
       if (max_text && (L < 0 || L > max_len))
         fail<IndexError>(op, name, std::move(idx), str(L),
                          L < 0 ? "negative length" : "longer than the row width",
@@ -249,7 +241,8 @@ void check_covered_blocks(const char* op, const char* name, const TensorView& ta
       if (id < 0)
         fail<IndexError>(op, name, {b, c}, str(id), "negative block id in the covered range",
                          ">= 0");
-      if (id >= upper.value) fail<IndexError>(op, name, {b, c}, str(id), upper.problem, upper.expected);
+      if (id >= upper.value)
+        fail<IndexError>(op, name, {b, c}, str(id), upper.problem, upper.expected);
     }
 }
 

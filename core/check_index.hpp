@@ -44,8 +44,8 @@ struct Limit {
 int64_t check_query_start_loc(const char* op, const TensorView& qsl, int64_t R);
 // seq_lens[r] >= query_start_loc[r + 1] - query_start_loc[r] for a checked query_start_loc:
 // "shorter than its request's query tokens".
-void check_seq_lens_cover_queries(const char* op, const TensorView& qsl,
-                                  const TensorView& seq_lens, int64_t R);
+void check_seq_lens_cover_queries(const char* op, const TensorView& qsl, const TensorView& seq_lens,
+                                  int64_t R);
 // positions[t] >= 0 ("negative position"), and < below->value when given.
 void check_positions(const char* op, const TensorView& positions, const Limit* below = nullptr);
 // 0 <= v[i] < R: "request index out of range".

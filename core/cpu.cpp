@@ -53,9 +53,12 @@ bool amx_cpu_and_os() {
 
 const char* isa_name(Isa isa) noexcept {
   switch (isa) {
-    case Isa::none: return "";
-    case Isa::avx512bf16: return "avx512bf16";
-    case Isa::amx: return "amx";
+    case Isa::none:
+      return "";
+    case Isa::avx512bf16:
+      return "avx512bf16";
+    case Isa::amx:
+      return "amx";
   }
   return "";
 }
@@ -68,18 +71,24 @@ Isa isa_from_name(std::string_view name) noexcept {
 
 const char* isa_target(Isa isa) noexcept {
   switch (isa) {
-    case Isa::none: return "";
-    case Isa::avx512bf16: return "AVX512_BF16";
-    case Isa::amx: return "AMX_BF16";
+    case Isa::none:
+      return "";
+    case Isa::avx512bf16:
+      return "AVX512_BF16";
+    case Isa::amx:
+      return "AMX_BF16";
   }
   return "";
 }
 
 std::vector<std::string> isa_cpuinfo_flags(Isa isa) {
   switch (isa) {
-    case Isa::none: return {};
-    case Isa::avx512bf16: return {"avx512_bf16"};
-    case Isa::amx: return {"amx_tile", "amx_bf16"};
+    case Isa::none:
+      return {};
+    case Isa::avx512bf16:
+      return {"avx512_bf16"};
+    case Isa::amx:
+      return {"amx_tile", "amx_bf16"};
   }
   return {};
 }
@@ -88,9 +97,12 @@ bool isa_available(Isa isa) noexcept {
   static const bool avx512bf16 = avx512bf16_cpu();  // once, thread-safe
   static const bool amx = amx_cpu_and_os();
   switch (isa) {
-    case Isa::none: return true;
-    case Isa::avx512bf16: return avx512bf16;
-    case Isa::amx: return amx;
+    case Isa::none:
+      return true;
+    case Isa::avx512bf16:
+      return avx512bf16;
+    case Isa::amx:
+      return amx;
   }
   return false;
 }

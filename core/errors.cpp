@@ -41,9 +41,9 @@ void fail_value(const char* op, const char* name, const std::string& value,
 
 void fail_shape(const char* op, const char* name, const TensorView& v,
                 const std::string& expected) {
-  std::string desc = v.present() ? std::string("dtype ") + dtype_name(v.dtype()) + ", shape " +
-                                       v.shape_string()
-                                 : std::string("missing");
+  std::string desc =
+      v.present() ? std::string("dtype ") + dtype_name(v.dtype()) + ", shape " + v.shape_string()
+                  : std::string("missing");
   std::string strides;
   if (v.present() && v.rank() > 0) {
     strides = ", strides [";
@@ -57,15 +57,14 @@ void fail_shape(const char* op, const char* name, const TensorView& v,
 void fail_computed(const char* op, int64_t t, int64_t position, const char* quantity,
                    int64_t channel, float value) {
   const std::string token = "token " + std::to_string(t);
-  const std::string what = std::string(quantity) +
-                           (channel >= 0 ? " " + std::to_string(channel) : std::string());
+  const std::string what =
+      std::string(quantity) + (channel >= 0 ? " " + std::to_string(channel) : std::string());
   const std::string text = format_float(value);
   const std::string problem = std::isnan(value) ? "not finite" : "intermediate overflow";
-  throw NonFiniteError(op, token,
-                       channel >= 0 ? std::vector<int64_t>{t, channel} : std::vector<int64_t>{t},
-                       text,
-                       token + " (position " + std::to_string(position) + "): " + what + " = " +
-                           text + ": " + problem + " (expected finite; nothing was written)");
+  throw NonFiniteError(
+      op, token, channel >= 0 ? std::vector<int64_t>{t, channel} : std::vector<int64_t>{t}, text,
+      token + " (position " + std::to_string(position) + "): " + what + " = " + text + ": " +
+          problem + " (expected finite; nothing was written)");
 }
 
 }  // namespace detail

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/cpu.hpp"
-#include "dsv4cpu/numerics.hpp"
 #include "dsv4cpu/options.hpp"
 
 namespace dsv4cpu::detail {

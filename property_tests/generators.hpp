@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dsv4cpu/tensor.hpp"
+#include "testing/caches.hpp"
 
 namespace dsv4cpu::prop {
 
@@ -158,6 +159,9 @@ struct BlockTable {
   int64_t block_size = 1, num_pages = 0, cols = 0;
   std::vector<int64_t> entries;  // [R, cols], -1 beyond each request's pages
   IndexArray array;
+  std::vector<int64_t> row(int64_t r) const {
+    return std::vector<int64_t>(entries.begin() + r * cols, entries.begin() + (r + 1) * cols);
+  }
 };
 
 inline std::ostream& operator<<(std::ostream& os, const BlockTable& t) {
@@ -236,13 +240,6 @@ inline rc::Gen<Seed> gen_seed() {
   return rc::gen::map(rc::gen::arbitrary<uint64_t>(), [](uint64_t v) { return Seed{v}; });
 }
 
-// Random bytes (garbage) of any bit pattern.
-inline void fill_garbage(std::mt19937_64& rng, void* dst, size_t bytes) {
-  auto* p = static_cast<unsigned char*>(dst);
-  for (size_t i = 0; i < bytes; i += 8) {
-    const uint64_t x = rng();
-    std::memcpy(p + i, &x, std::min<size_t>(8, bytes - i));
-  }
-}
+using testing::fill_garbage;  // garbage of any bit pattern
 
 }  // namespace dsv4cpu::prop

@@ -1,7 +1,7 @@
-// Properties of the compressor ops (compressor.md §3, §4.1, §6, §7): on every compiled Highway
-// target and with 1 or 2 threads, the "hwy" variant leaves every byte of its outputs and in-place
-// caches exactly as the reference does (numerics.md §11.1) and throws the same error with the same
-// message; bytes the op must not write keep their garbage.
+// Properties of the compressor ops (compressor.md §3, §4.1, §6, §7): every optimized variant of
+// the registry, on every compiled Highway target and with 1 or 2 threads, leaves every byte of its
+// outputs and in-place caches exactly as the reference does (numerics.md §11.1) and throws the same
+// error with the same message; bytes the op must not write keep their garbage.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 #include <sys/mman.h>
@@ -15,14 +15,15 @@
 
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/numerics.hpp"
-#include "optimized/compressor.hpp"
 #include "generators.hpp"
+#include "optimized/compressor.hpp"
 #include "prop_util.hpp"
 
 namespace dsv4cpu::prop {
 namespace {
 
-constexpr int kThreadCounts[] = {1, 2};
+// Every optimized variant against the reference, with 1 and 2 threads.
+const testing::Plan kOptimized{false, std::nullopt, true, {1, 2}};
 
 // A zero-mean value with standard deviation sigma (triangular: the sum of two uniforms from one
 // draw; cheap enough for whole caches in sanitizer builds).
@@ -41,29 +42,27 @@ void mark(std::vector<uint8_t>& writable, const void* base, const void* p, size_
 }
 
 // Runs `call(options, buffer)` with the reference on a copy of `initial`, checks that only
-// `writable` bytes changed (none when it threw), then with "hwy" on every target and thread count
-// and checks the same outcome and the same bytes.
+// `writable` bytes changed (none when it threw), then on every run of `plan` (each on a fresh copy
+// of `initial`) and checks the same outcome and the same bytes.
 template <class T, class Call>
-void check_against_reference(const char* op, const std::vector<T>& initial,
-                             const std::vector<uint8_t>& writable, const Call& call) {
+void check_against_reference(const testing::Plan& plan, const char* op,
+                             const std::vector<T>& initial, const std::vector<uint8_t>& writable,
+                             const Call& call) {
   std::vector<T> expected = initial;
-  const Outcome ref = capture([&] { call(variant("ref", 1), expected); });
+  const Outcome ref = capture([&] { call(reference(), expected); });
   RC_TAG(ref.kind.empty() ? "writes" : ref.kind);
   std::vector<uint8_t> before(initial.size() * sizeof(T)), none(before.size(), 0);
   std::memcpy(before.data(), initial.data(), before.size());
   assert_untouched(before, expected.data(), ref.kind.empty() ? writable : none,
                    std::string(op) + " (ref)");
-  for_each_target(op, [&](const std::string& target) {
-    for (int threads : kThreadCounts) {
-      const std::string where = std::string(op) + " on " + target + " with " +
-                                std::to_string(threads) + " thread(s)";
-      std::vector<T> got = initial;
-      const Outcome out = capture([&] { call(variant("hwy", threads), got); });
-      if (!(out == ref))
-        RC_FAIL(where + ": outcome '" + out.message + "' (" + out.kind + "), reference '" +
-                ref.message + "' (" + ref.kind + ")");
-      assert_same_bytes(got, expected, where);
-    }
+  testing::for_each(testing::runs(op, plan), [&](const testing::Run& run) {
+    const std::string where = std::string(op) + " " + run.label();
+    std::vector<T> got = initial;
+    const Outcome out = capture([&] { call(run.options(), got); });
+    if (!(out == ref))
+      RC_FAIL(where + ": outcome '" + out.message + "' (" + out.kind + "), reference '" +
+              ref.message + "' (" + ref.kind + ")");
+    assert_same_bytes(got, expected, where);
   });
 }
 
@@ -103,7 +102,7 @@ rc::Gen<SaveCase> gen_save_case() {
   });
 }
 
-RC_GTEST_PROP(SavePartialStates, HwyEqualsReferenceOnEveryTarget, ()) {
+void save_partial_states_property(const testing::Plan& plan) {
   const SaveCase c = *gen_save_case();
   std::mt19937_64 rng(c.seed.value);
   const int64_t N = c.batch.num_tokens(), SW = c.SW;
@@ -142,7 +141,7 @@ RC_GTEST_PROP(SavePartialStates, HwyEqualsReferenceOnEveryTarget, ()) {
            static_cast<size_t>(2 * SW * 4));
   const IndexArray positions(pos, c.pos_dtype, N, kVector, 0, rng());
   const IndexArray slot_mapping(slots, c.slot_dtype, N, kVector, 0, rng());
-  check_against_reference("save_partial_states", state, writable,
+  check_against_reference(plan, "save_partial_states", state, writable,
                           [&](const Options& o, std::vector<float>& st) {
                             save_partial_states(
                                 TensorView(kv.data(), DType::F32, {N, SW}, {row, 1}),
@@ -153,6 +152,9 @@ RC_GTEST_PROP(SavePartialStates, HwyEqualsReferenceOnEveryTarget, ()) {
                                 slot_mapping.view(), o);
                           });
 }
+const bool kSavePartialStates =
+    register_property("SavePartialStates", "EqualsReference", "save_partial_states", kOptimized,
+                      save_partial_states_property);
 
 // ---- map_local_to_global_slots ----
 
@@ -188,7 +190,7 @@ rc::Gen<MapCase> gen_map_case() {
   });
 }
 
-RC_GTEST_PROP(MapLocalToGlobalSlots, HwyEqualsReferenceOnEveryTarget, ()) {
+void map_local_to_global_slots_property(const testing::Plan& plan) {
   const MapCase c = *gen_map_case();
   std::mt19937_64 rng(c.seed.value);
   const std::vector<int64_t> req = c.batch.token_to_req();
@@ -215,13 +217,16 @@ RC_GTEST_PROP(MapLocalToGlobalSlots, HwyEqualsReferenceOnEveryTarget, ()) {
   fill_garbage(rng, out.data(), out.size() * 8);
   std::vector<uint8_t> writable(out.size() * 8, 0);
   mark(writable, out.data(), out.data() + kGuard, static_cast<size_t>(N * K * 8));
-  check_against_reference("map_local_to_global_slots", out, writable,
+  check_against_reference(plan, "map_local_to_global_slots", out, writable,
                           [&](const Options& o, std::vector<int64_t>& s) {
                             map_local_to_global_slots(
                                 locals.view(), req_idx.view(), c.table.array.view(), P,
                                 TensorView(s.data() + kGuard, DType::I64, {N, K}), o);
                           });
 }
+const bool kMapLocalToGlobalSlots =
+    register_property("MapLocalToGlobalSlots", "EqualsReference", "map_local_to_global_slots",
+                      kOptimized, map_local_to_global_slots_property);
 
 // ---- pooling (numerics.md §8.4), compared before any rounding to bf16 or fp8 ----
 
@@ -253,7 +258,8 @@ rc::Gen<PoolCase> gen_pool_case() {
   });
 }
 
-RC_GTEST_PROP(PoolWindow, HwyEqualsSpecOrderOnEveryTarget, ()) {
+// The Highway pooling step of compress_norm_rope_store on every Highway target.
+RC_GTEST_PROP(PoolWindow, EqualsSpecOrderOnEveryHighwayTarget, ()) {
   const PoolCase c = *gen_pool_case();
   RC_TAG(c.valid <= 8 ? "short window" : "long window");
   std::mt19937_64 rng(c.seed.value);
@@ -282,15 +288,17 @@ RC_GTEST_PROP(PoolWindow, HwyEqualsSpecOrderOnEveryTarget, ()) {
     }
     want[d] = acc / den;
   }
-  for_each_target("compress_norm_rope_store", [&](const std::string& target) {
-    std::vector<float> got(D, 0.0f);
-    detail::opt::pool_window(kv_rows.data(), score_rows.data(), rows, static_cast<size_t>(c.d0),
-                             static_cast<size_t>(c.d1), got.data());
-    for (int64_t d = c.d0; d < c.d1; ++d)
-      if (f32_bits(got[d]) != f32_bits(want[d]) && !(std::isnan(got[d]) && std::isnan(want[d])))
-        RC_FAIL("channel " + std::to_string(d) + " on " + target + ": " +
-                std::to_string(got[d]) + " vs " + std::to_string(want[d]));
-  });
+  testing::for_each(
+      testing::runs("compress_norm_rope_store", kOptimized), [&](const testing::Run& run) {
+        if (!run.variant.highway || run.threads != 1) return;
+        std::vector<float> got(D, 0.0f);
+        detail::opt::pool_window(kv_rows.data(), score_rows.data(), rows, static_cast<size_t>(c.d0),
+                                 static_cast<size_t>(c.d1), got.data());
+        for (int64_t d = c.d0; d < c.d1; ++d)
+          if (f32_bits(got[d]) != f32_bits(want[d]) && !(std::isnan(got[d]) && std::isnan(want[d])))
+            RC_FAIL("channel " + std::to_string(d) + " on " + run.target + ": " +
+                    std::to_string(got[d]) + " vs " + std::to_string(want[d]));
+      });
 }
 
 // ---- compress_norm_rope_store, compress_norm_rope_store_indexer ----
@@ -386,7 +394,7 @@ rc::Gen<CompressCase> gen_compress_case(bool indexer) {
   });
 }
 
-void check_compress(const CompressCase& c) {
+void check_compress(const testing::Plan& plan, const CompressCase& c) {
   std::mt19937_64 rng(c.seed.value);
   const char* op = c.indexer ? "compress_norm_rope_store_indexer" : "compress_norm_rope_store";
   const int64_t HD = c.indexer ? 128 : 512, entry = c.indexer ? 132 : 584;
@@ -496,26 +504,26 @@ void check_compress(const CompressCase& c) {
   const TensorView state_view(state.data(), DType::F32, {nb, c.sbs, 2 * SW}, {page, 2 * SW, 1});
   const TensorView weight_view(weight.data(), DType::F32, {HD});
   const TensorView table_view(table, DType::F32, {rows, 64});
-  check_against_reference(op, cache, writable, [&](const Options& o, std::vector<uint8_t>& kvc) {
-    const TensorView kv_view(kvc.data(), DType::U8, {nblk, page_bytes}, {stride, 1});
-    if (c.indexer)
-      compress_norm_rope_store_indexer(state_view, gather_slots.view(), positions.view(),
-                                       kv_slot_mapping.view(), weight_view, table_view, kv_view,
-                                       c.eps, c.P, r, c.clamp, o);
-    else
-      compress_norm_rope_store(state_view, gather_slots.view(), positions.view(),
-                               kv_slot_mapping.view(), weight_view, table_view, kv_view, c.eps,
-                               c.P, r, c.clamp, o);
-  });
+  check_against_reference(
+      plan, op, cache, writable, [&](const Options& o, std::vector<uint8_t>& kvc) {
+        const TensorView kv_view(kvc.data(), DType::U8, {nblk, page_bytes}, {stride, 1});
+        if (c.indexer)
+          compress_norm_rope_store_indexer(state_view, gather_slots.view(), positions.view(),
+                                           kv_slot_mapping.view(), weight_view, table_view, kv_view,
+                                           c.eps, c.P, r, c.clamp, o);
+        else
+          compress_norm_rope_store(state_view, gather_slots.view(), positions.view(),
+                                   kv_slot_mapping.view(), weight_view, table_view, kv_view, c.eps,
+                                   c.P, r, c.clamp, o);
+      });
 }
 
-RC_GTEST_PROP(CompressNormRopeStore, HwyEqualsReferenceOnEveryTarget, ()) {
-  check_compress(*gen_compress_case(false));
-}
-
-RC_GTEST_PROP(CompressNormRopeStoreIndexer, HwyEqualsReferenceOnEveryTarget, ()) {
-  check_compress(*gen_compress_case(true));
-}
+const bool kCompressNormRopeStore = register_property(
+    "CompressNormRopeStore", "EqualsReference", "compress_norm_rope_store", kOptimized,
+    [](const testing::Plan& plan) { check_compress(plan, *gen_compress_case(false)); });
+const bool kCompressNormRopeStoreIndexer = register_property(
+    "CompressNormRopeStoreIndexer", "EqualsReference", "compress_norm_rope_store_indexer",
+    kOptimized, [](const testing::Plan& plan) { check_compress(plan, *gen_compress_case(true)); });
 
 }  // namespace
 }  // namespace dsv4cpu::prop

@@ -1,8 +1,8 @@
 // Properties of the metadata builders (metadata.md §2-§9): for every builder with an optimized
-// variant, "opt" with 1 and 2 threads writes exactly the reference's bytes (every output, every
-// entry of a returned struct) and throws the same error; output padding around each view keeps its
-// garbage. Batches are mixed decode + prefill steps with positions up to 2^20 and shuffled,
-// row-padded block tables whose unread entries hold garbage.
+// variant, every optimized variant of the registry with 1 and 2 threads writes exactly the
+// reference's bytes (every output, every entry of a returned struct) and throws the same error;
+// output padding around each view keeps its garbage. Batches are mixed decode + prefill steps with
+// positions up to 2^20 and shuffled, row-padded block tables whose unread entries hold garbage.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -18,7 +18,8 @@
 namespace dsv4cpu::prop {
 namespace {
 
-constexpr int kThreadCounts[] = {1, 2};
+// Every optimized variant against the reference, with 1 and 2 threads.
+const testing::Plan kOptimized{false, std::nullopt, true, {1, 2}};
 constexpr size_t kGuard = 64;  // garbage bytes before and after every output view
 
 // An output array inside garbage guard bytes.
@@ -37,15 +38,16 @@ struct Output {
   }
 };
 
-// Runs call(options, storages) -> summary of returned values, with "ref" then "opt" on 1 and 2
-// threads, each on fresh copies of the outputs; the outcome, the summary and every byte of every
-// storage must agree, and when the reference throws nothing may change.
+// Runs call(options, storages) -> summary of returned values, with the reference then on every
+// run of `plan`, each on fresh copies of the outputs; the outcome, the summary and every byte of
+// every storage must agree, and when the reference throws nothing may change.
 template <class Call>
-void check_opt_against_ref(const char* op, const std::vector<Output>& outputs, const Call& call) {
+void check_opt_against_ref(const testing::Plan& plan, const char* op,
+                           const std::vector<Output>& outputs, const Call& call) {
   std::vector<std::vector<uint8_t>> expected;
   for (const Output& o : outputs) expected.push_back(o.bytes);
   std::string ref_summary;
-  const Outcome ref = capture([&] { ref_summary = call(variant("ref", 1), expected); });
+  const Outcome ref = capture([&] { ref_summary = call(reference(), expected); });
   RC_TAG(ref.kind.empty() ? "writes" : ref.kind);
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!ref.kind.empty())
@@ -56,12 +58,12 @@ void check_opt_against_ref(const char* op, const std::vector<Output>& outputs, c
                       outputs[i].bytes.data() + expected[i].size() - kGuard, kGuard,
                       std::string(op) + " (ref) guard");
   }
-  for (int threads : kThreadCounts) {
-    const std::string where = std::string(op) + " (opt, " + std::to_string(threads) + " thread(s))";
+  testing::for_each(testing::runs(op, plan), [&](const testing::Run& run) {
+    const std::string where = std::string(op) + " " + run.label();
     std::vector<std::vector<uint8_t>> got;
     for (const Output& o : outputs) got.push_back(o.bytes);
     std::string summary;
-    const Outcome out = capture([&] { summary = call(variant("opt", threads), got); });
+    const Outcome out = capture([&] { summary = call(run.options(), got); });
     if (!(out == ref))
       RC_FAIL(where + ": outcome '" + out.message + "' (" + out.kind + "), reference '" +
               ref.message + "' (" + ref.kind + ")");
@@ -69,7 +71,7 @@ void check_opt_against_ref(const char* op, const std::vector<Output>& outputs, c
       RC_FAIL(where + ": returned " + summary + ", reference " + ref_summary);
     for (size_t i = 0; i < outputs.size(); ++i)
       assert_same_bytes(got[i], expected[i], where + ", output " + std::to_string(i));
-  }
+  });
 }
 
 // A step's batch with the index arrays every builder reads, in random dtypes.
@@ -156,43 +158,50 @@ struct MetaArrays {
 
 const int64_t kMaxPosition = int64_t{1} << 20;
 
-RC_GTEST_PROP(TokenPositions, OptEqualsReference, ()) {
+void token_positions_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(1, {64}, kMaxPosition);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T}, rng), Output(DType::I32, {m.T}, rng)};
-  check_opt_against_ref("token_positions", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "token_positions", outs, [&](const Options& o, auto& s) {
     token_positions(m.qsl.view(), m.seq_lens.view(), outs[0].view(s[0]), outs[1].view(s[1]), o);
     return std::string();
   });
 }
+const bool kTokenPositions = register_property(
+    "TokenPositions", "EqualsReference", "token_positions", kOptimized, token_positions_property);
 
-RC_GTEST_PROP(SlotMapping, OptEqualsReference, ()) {
+void slot_mapping_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(1, {1, 4, 8, 64, 48}, kMaxPosition);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T + c.pad_tokens}, rng)};
-  check_opt_against_ref("slot_mapping", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "slot_mapping", outs, [&](const Options& o, auto& s) {
     slot_mapping(m.positions.view(), m.token_to_req.view(), c.table.array.view(),
                  c.table.block_size, outs[0].view(s[0]), o);
     return std::string();
   });
 }
+const bool kSlotMapping = register_property("SlotMapping", "EqualsReference", "slot_mapping",
+                                            kOptimized, slot_mapping_property);
 
-RC_GTEST_PROP(CompressedSlotMapping, OptEqualsReference, ()) {
+void compressed_slot_mapping_property(const testing::Plan& plan) {
   const int64_t ratio = *rc::gen::element<int64_t>(4, 128);
   const MetaCase c = *gen_meta_case(ratio, {1, 2, 64}, kMaxPosition);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T + c.pad_tokens}, rng)};
-  check_opt_against_ref("compressed_slot_mapping", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "compressed_slot_mapping", outs, [&](const Options& o, auto& s) {
     compressed_slot_mapping(m.qsl.view(), m.seq_lens.view(), c.table.array.view(), ratio,
                             c.table.block_size, m.own_slot_view(c), outs[0].view(s[0]), o);
     return std::string();
   });
 }
+const bool kCompressedSlotMapping =
+    register_property("CompressedSlotMapping", "EqualsReference", "compressed_slot_mapping",
+                      kOptimized, compressed_slot_mapping_property);
 
-RC_GTEST_PROP(SwaWindowIndices, OptEqualsReference, ()) {
+void swa_window_indices_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(1, {64, 16, 5}, kMaxPosition);
   const int64_t window = *rc::gen::element<int64_t>(128, 1, 7, 200);
   const bool with_lens = *rc::gen::arbitrary<bool>();
@@ -200,15 +209,18 @@ RC_GTEST_PROP(SwaWindowIndices, OptEqualsReference, ()) {
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T, window}, rng),
                                     Output(DType::I32, {m.T}, rng)};
-  check_opt_against_ref("swa_window_indices", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "swa_window_indices", outs, [&](const Options& o, auto& s) {
     swa_window_indices(m.positions.view(), m.token_to_req.view(), c.table.array.view(), window,
                        c.table.block_size, outs[0].view(s[0]),
                        with_lens ? outs[1].view(s[1]) : TensorView(), o);
     return std::string();
   });
 }
+const bool kSwaWindowIndices =
+    register_property("SwaWindowIndices", "EqualsReference", "swa_window_indices", kOptimized,
+                      swa_window_indices_property);
 
-RC_GTEST_PROP(C128aTopkIndices, OptEqualsReference, ()) {
+void c128a_topk_indices_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(128, {2, 1, 8}, int64_t{1} << 16);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
@@ -217,7 +229,7 @@ RC_GTEST_PROP(C128aTopkIndices, OptEqualsReference, ()) {
   const int64_t max_model_len = longest + *rc::gen::inRange<int64_t>(0, 300);
   const std::vector<Output> outs = {
       Output(DType::I64, {m.T, c128a_topk_width(max_model_len)}, rng)};
-  check_opt_against_ref("c128a_topk_indices", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "c128a_topk_indices", outs, [&](const Options& o, auto& s) {
     c128a_topk_indices(m.positions.view(), m.token_to_req.view(), c.table.array.view(),
                        max_model_len, c.table.block_size, outs[0].view(s[0]), o);
     return std::string();
@@ -225,14 +237,18 @@ RC_GTEST_PROP(C128aTopkIndices, OptEqualsReference, ()) {
   // The compact form, at the step's width or wider.
   const int64_t width = c128a_compact_width(m.positions.view()) + *rc::gen::inRange<int64_t>(0, 3);
   const std::vector<Output> compact = {Output(DType::I64, {m.T, width}, rng)};
-  check_opt_against_ref("c128a_topk_indices_compact", compact, [&](const Options& o, auto& s) {
-    c128a_topk_indices_compact(m.positions.view(), m.token_to_req.view(), c.table.array.view(),
-                               c.table.block_size, compact[0].view(s[0]), o);
-    return std::string();
-  });
+  check_opt_against_ref(
+      plan, "c128a_topk_indices_compact", compact, [&](const Options& o, auto& s) {
+        c128a_topk_indices_compact(m.positions.view(), m.token_to_req.view(), c.table.array.view(),
+                                   c.table.block_size, compact[0].view(s[0]), o);
+        return std::string();
+      });
 }
+const bool kC128aTopkIndices =
+    register_property("C128aTopkIndices", "EqualsReference", "c128a_topk_indices", kOptimized,
+                      c128a_topk_indices_property);
 
-RC_GTEST_PROP(C128aDecodeMetadata, OptEqualsReference, ()) {
+void c128a_decode_metadata_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(128, {2, 1, 8}, int64_t{1} << 16);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
@@ -247,15 +263,18 @@ RC_GTEST_PROP(C128aDecodeMetadata, OptEqualsReference, ()) {
   const std::vector<Output> outs = {Output(DType::I64, {nd, active}, rng),
                                     Output(DType::I32, {nd}, rng),
                                     Output(DType::I32, {m.T - nd, active}, rng)};
-  check_opt_against_ref("c128a_decode_metadata", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "c128a_decode_metadata", outs, [&](const Options& o, auto& s) {
     c128a_decode_metadata(m.positions.view(), m.token_to_req.view(), c.table.array.view(),
                           max_model_len, c.table.block_size, nd, m.own_slot_view(c),
                           outs[0].view(s[0]), outs[1].view(s[1]), outs[2].view(s[2]), o);
     return std::string();
   });
 }
+const bool kC128aDecodeMetadata =
+    register_property("C128aDecodeMetadata", "EqualsReference", "c128a_decode_metadata", kOptimized,
+                      c128a_decode_metadata_property);
 
-RC_GTEST_PROP(C4aGlobalTopkIndices, OptEqualsReference, ()) {
+void c4a_global_topk_indices_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(4, {64, 1, 16}, kMaxPosition);
   const int64_t K = *rc::gen::element<int64_t>(512, 1, 9, 64);
   const DType topk_dtype = *gen_index_dtype();
@@ -271,13 +290,16 @@ RC_GTEST_PROP(C4aGlobalTopkIndices, OptEqualsReference, ()) {
   const IndexArray topk_indices(topk, topk_dtype, m.T, K, *gen_pad(4), rng());
   const std::vector<Output> outs = {Output(DType::I64, {m.T, K}, rng),
                                     Output(DType::I32, {m.T}, rng)};
-  check_opt_against_ref("c4a_global_topk_indices", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "c4a_global_topk_indices", outs, [&](const Options& o, auto& s) {
     c4a_global_topk_indices(topk_indices.view(), m.token_to_req.view(), c.table.array.view(),
                             c.table.block_size, m.own_slot_view(c), outs[0].view(s[0]),
                             outs[1].view(s[1]), o);
     return std::string();
   });
 }
+const bool kC4aGlobalTopkIndices =
+    register_property("C4aGlobalTopkIndices", "EqualsReference", "c4a_global_topk_indices",
+                      kOptimized, c4a_global_topk_indices_property);
 
 template <class T>
 void print_vec(std::ostream& os, const char* name, const std::vector<T>& v) {
@@ -314,17 +336,20 @@ std::string describe(const IndexerMetadata& md) {
   return os.str();
 }
 
-RC_GTEST_PROP(IndexerMetadata, OptEqualsReference, ()) {
+void indexer_metadata_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(4, {64, 1, 16}, kMaxPosition);
   const int64_t next_n = *rc::gen::element<int64_t>(1, 1, 2, 3);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T + c.pad_tokens}, rng)};
-  check_opt_against_ref("indexer_metadata", outs, [&](const Options& o, auto& s) {
+  check_opt_against_ref(plan, "indexer_metadata", outs, [&](const Options& o, auto& s) {
     return describe(indexer_metadata(m.qsl.view(), m.seq_lens.view(), c.table.array.view(),
                                      c.table.block_size, next_n, outs[0].view(s[0]), o));
   });
 }
+const bool kIndexerMetadata =
+    register_property("IndexerMetadata", "EqualsReference", "indexer_metadata", kOptimized,
+                      indexer_metadata_property);
 
 }  // namespace
 }  // namespace dsv4cpu::prop

@@ -1,51 +1,56 @@
-// Helpers of the property tests: running a body once per compiled Highway target, capturing the
-// outcome of a call (success, or the exception's kind and message), and byte comparisons that
-// report the first difference instead of printing whole buffers.
+// Helpers of the property tests: registering a property once per group of variants (the
+// registry decides the groups and the runs, testing/runs.hpp), capturing the outcome of a call
+// (success, or the exception's kind and message), and byte comparisons that report the first
+// difference instead of printing whole buffers.
 #pragma once
-#include <hwy/highway.h>
-#include <hwy/targets.h>
+#include <gtest/gtest.h>
 #include <rapidcheck.h>
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
+#include "testing/gtest.hpp"
+#include "testing/runs.hpp"
 
 namespace dsv4cpu::prop {
 
-// The target the library's "hwy" variant of `op` reports (what dynamic dispatch runs now).
-inline std::string hwy_target_of(const std::string& op) {
-  for (const OpInfo& info : registered_ops())
-    if (info.name == op)
-      for (const VariantInfo& v : info.variants)
-        if (v.name == "hwy") return v.target;
-  return "";
-}
+// A property over the runs of one group of variants: it calls the op on every run of
+// testing::runs(op, plan) and checks each.
+using Property = std::function<void(const testing::Plan& plan)>;
 
-// Forces dynamic dispatch to one target for its lifetime; restores normal dispatch afterwards,
-// also when a RapidCheck assertion throws.
-class ForceTarget {
- public:
-  explicit ForceTarget(int64_t target) { hwy::SetSupportedTargetsForTest(target); }
-  ~ForceTarget() { hwy::SetSupportedTargetsForTest(0); }
-  ForceTarget(const ForceTarget&) = delete;
-  ForceTarget& operator=(const ForceTarget&) = delete;
-};
-
-// Calls body(target_name) once for every Highway target compiled into the library (the test is
-// compiled with the same HWY_TARGETS) and supported by this CPU, with dispatch forced to it.
-// Checks that the library's "hwy" variant of `op` reports that target.
-template <class F>
-void for_each_target(const std::string& op, const F& body) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    ForceTarget force(target);
-    const std::string name = hwy::TargetName(target);
-    RC_ASSERT(hwy_target_of(op) == name);
-    body(name);
+// Registers `property` as the GoogleTest tests <suite>.<group><what>, one per group of `op`
+// (testing::groups; checked with RapidCheck's case count, RC_PARAMS). A fixed-ISA group whose ISA
+// this machine lacks is skipped, or fails where the ISA is required (testing::isa_required).
+inline bool register_property(const char* suite, const std::string& what, const std::string& op,
+                              const testing::Plan& plan, const Property& property) {
+  for (const testing::Group& g : testing::groups(op, plan)) {
+    const std::string name = g.name + what;
+    ::testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [=]() -> ::testing::Test* {
+                              struct PropertyTest : ::testing::Test {
+                                std::string op, label;
+                                testing::Plan plan;
+                                Property property;
+                                void TestBody() override {
+                                  if (plan.isa && !plan.isa->empty())
+                                    DSV4CPU_SKIP_IF_ABSENT(op, testing::runs(op, plan));
+                                  EXPECT_TRUE(rc::check(label, [&] { property(plan); }));
+                                }
+                              };
+                              auto* t = new PropertyTest;
+                              t->op = op;
+                              t->label = std::string(suite) + "." + name;
+                              t->plan = g.plan;
+                              t->property = property;
+                              return t;
+                            });
   }
+  return true;
 }
 
 // Success, or the exception a call threw.
@@ -68,10 +73,11 @@ Outcome capture(const F& f) {
   }
 }
 
-inline Options variant(const char* name, int threads) {
+// The reference variant, one thread: what every property compares with.
+inline Options reference() {
   Options o;
-  o.variant = name;
-  o.num_threads = threads;
+  o.impl = Impl::reference;
+  o.num_threads = 1;
   return o;
 }
 

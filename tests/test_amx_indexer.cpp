@@ -1,12 +1,12 @@
 // The AMX-BF16 logits kernel without AMX: every piece around the tile instructions (fp8 -> bf16,
 // the VNNI query packing, the A-tile key layout, the tile configuration, the tile schedule and the
 // epilogue) runs here with a scalar model of TDPBF16PS and must give logits within the bound of
-// numerics.md §11.6. The real kernel runs only where the CPU and OS offer AMX (skipped otherwise).
+// numerics.md §11.6. The real kernel runs only where the CPU and OS offer AMX: skipped elsewhere,
+// a failure where the machine must offer AMX (testing::isa_required).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,8 +15,8 @@
 #include "dsv4cpu/indexer.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "optimized/indexer_amx.hpp"
-#include "test_indexer_oracle.hpp"
-#include "test_util.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -109,7 +109,7 @@ TEST(AmxModel, Tdpbf16psHandExample) {
 TEST(AmxPieces, Fp8ToBf16IsExactForEveryFiniteCode) {
   for (int c = 0; c < 256; ++c) {
     const auto code = static_cast<uint8_t>(c);
-    if (test::is_nan_code(code)) continue;
+    if (testing::is_nan_code(code)) continue;
     EXPECT_EQ(opt::bf16_of_code(code), to_bf16(fp8_e4m3_decode(code))) << "code " << c;
   }
   // Spot values by hand: 0x38 = 1.0, 0x01 = 2⁻⁹ (bf16 0x3B00), 0x83 = −3·2⁻⁹, 0x7E = 448.
@@ -147,7 +147,7 @@ TEST(AmxPieces, QueryVnniLayout) {
   const int64_t H = 3, Hp = 16;
   std::vector<uint8_t> q(H * 128);
   std::mt19937_64 rng(1);
-  for (auto& c : q) c = test::random_code(rng);
+  for (auto& c : q) c = testing::random_code(rng);
   std::vector<uint16_t> packed(64 * Hp * 2, 0xDEAD);
   opt::pack_q_vnni(q.data(), H, Hp, packed.data());
   for (int p = 0; p < 64; ++p)
@@ -166,7 +166,7 @@ TEST(AmxPieces, QueryVnniLayout) {
 TEST(AmxPieces, KeyBlockLayout) {
   std::vector<uint8_t> codes(3 * 128);
   std::mt19937_64 rng(2);
-  for (auto& c : codes) c = test::random_code(rng);
+  for (auto& c : codes) c = testing::random_code(rng);
   codes[128 + 77] = 0xFF;  // key 1 has a NaN code
   KeyBlock keys{};
   for (int k = 0; k < 3; ++k) keys.codes[k] = &codes[static_cast<size_t>(k * 128)];
@@ -220,11 +220,11 @@ struct AmxCase {
 void check_against_exact(const AmxCase& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int64_t pages = (c.L + c.P - 1) / c.P + 2, stride = c.P * 132 + 40;
-  test::KCache kv(c.P, pages, stride);
+  testing::KCache kv(c.P, pages, stride);
   std::vector<int64_t> table(static_cast<size_t>(pages));
   for (int64_t i = 0; i < pages; ++i) table[static_cast<size_t>(i)] = (i * 7 + 3) % pages;
   auto code = [&] {
-    const uint8_t r = test::random_code(rng);
+    const uint8_t r = testing::random_code(rng);
     return c.tiny ? static_cast<uint8_t>(r & 0x87) : r;  // E = 0: ±m·2⁻⁹
   };
   std::vector<uint8_t> q(static_cast<size_t>(c.H * 128)), key(128);
@@ -258,10 +258,9 @@ void check_against_exact(const AmxCase& c, uint64_t seed) {
   }
   // Every 16 keys × 64 heads take 4 k-steps × 4 C tiles (fewer heads, fewer tiles).
   EXPECT_GT(tiles.dots, 0);
-  const test::ExactRow ex = test::exact_row_from_cache(
-      q.data(), w.data(), c.H, kv, [&](int64_t i) { return table[static_cast<size_t>(i)]; },
-      c.L);
-  EXPECT_TRUE(test::logits_within_bound(out.data(), c.L, ex))
+  const testing::ExactLogits ex =
+      testing::exact_logits(q.data(), w.data(), c.H, kv.view(), c.P, table, c.L);
+  EXPECT_TRUE(testing::holds(testing::logits_violation(out.data(), c.L, ex)))
       << "H=" << c.H << " P=" << c.P << " L=" << c.L << " tiny=" << c.tiny;
 }
 
@@ -296,62 +295,57 @@ TEST(AmxKernelOnTileModel, ScheduleCountsTiles) {
 
 // ---- the real kernel, where AMX exists ----
 
-bool cpuinfo_has(const std::string& flag) {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("flags", 0) == 0)
-      return (line + " ").find(" " + flag + " ") != std::string::npos;
-  return false;
-}
-
-bool amx_listed_available(const std::string& op) {
-  for (const OpInfo& info : registered_ops())
-    if (info.name == op)
-      for (const VariantInfo& v : info.variants)
-        if (v.name == "amx") return v.available;
-  ADD_FAILURE() << op << " has no amx variant";
-  return false;
-}
-
-TEST(AmxVariant, RegisteredAndGatedByCpuid) {
+// The AMX variants of the logits ops: registered once each, selected first wherever they are
+// available, and available wherever the machine must offer AMX (isa_required: /proc/cpuinfo lists
+// amx_tile and amx_bf16, or DSV4CPU_REQUIRE_ISA names amx); elsewhere naming one is a ValueError.
+TEST(AmxVariant, RegisteredGatedAndSelected) {
   for (const char* op : {"fp8_paged_mqa_logits", "indexer_topk"}) {
-    const bool available = amx_listed_available(op);
-    if (!cpuinfo_has("amx_tile") || !cpuinfo_has("amx_bf16")) {
-      EXPECT_FALSE(available) << op;
-      EXPECT_THROW(selected_variant(op, test::with_variant("amx")), ValueError);
-      EXPECT_NE(selected_variant(op), "amx");
+    const testing::RunList amx = testing::runs(op, testing::isa_plan("amx"));
+    ASSERT_EQ(amx.runs.size() + amx.absent.size(), 1u) << op;
+    if (amx.runs.empty()) {
+      EXPECT_FALSE(testing::isa_required("amx")) << testing::absence(op, amx).message;
+      Options o;
+      o.variant = amx.absent[0].name;
+      EXPECT_THROW(selected_variant(op, o), ValueError) << op;
+      EXPECT_NE(selected_variant(op), amx.absent[0].name) << op;
+    } else {
+      EXPECT_EQ(selected_variant(op), amx.runs[0].variant.name) << op;
     }
   }
 }
 
 TEST(AmxVariant, LogitsWithinBoundOfExact) {
-  if (!amx_listed_available("fp8_paged_mqa_logits")) GTEST_SKIP() << "no AMX on this CPU/OS";
+  const testing::RunList amx =
+      testing::runs("fp8_paged_mqa_logits", testing::isa_plan("amx", {1, 2}));
+  DSV4CPU_SKIP_IF_ABSENT("fp8_paged_mqa_logits", amx);
   std::mt19937_64 rng(5);
   const int64_t P = 64, H = 64, L = 1000, S = 1030, pages = L / P + 1;
-  test::KCache kv(P, pages, P * 132);
+  testing::KCache kv(P, pages, P * 132);
   std::vector<uint8_t> q(H * 128), key(128);
-  for (auto& x : q) x = test::random_code(rng);
+  for (auto& x : q) x = testing::random_code(rng);
   std::vector<float> w(H);
   for (auto& x : w) x = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
   for (int64_t j = 0; j < L; ++j) {
-    for (auto& x : key) x = test::random_code(rng);
+    for (auto& x : key) x = testing::random_code(rng);
     kv.set(j / P, j % P, key.data(), std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10));
   }
   std::vector<int32_t> table(static_cast<size_t>(pages)), lens = {static_cast<int32_t>(L)};
-  for (int64_t i = 0; i < pages; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  std::vector<float> out(S);
-  for (int threads : {1, 2}) {
+  std::vector<int64_t> pages_of_row(static_cast<size_t>(pages));
+  for (int64_t i = 0; i < pages; ++i) {
+    table[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    pages_of_row[static_cast<size_t>(i)] = i;
+  }
+  const testing::ExactLogits ex =
+      testing::exact_logits(q.data(), w.data(), H, kv.view(), P, pages_of_row, L);
+  testing::for_each(amx, [&](const testing::Run& run) {
+    std::vector<float> out(S, 12345.0f);
     fp8_paged_mqa_logits(TensorView(q.data(), DType::F8_E4M3, {1, H, 128}), kv.view(),
                          TensorView(w.data(), DType::F32, {1, H}),
                          TensorView(lens.data(), DType::I32, {1}),
                          TensorView(table.data(), DType::I32, {1, pages}), P, S,
-                         TensorView(out.data(), DType::F32, {1, S}), 1,
-                         test::with_variant("amx", threads));
-    const test::ExactRow ex = test::exact_row_from_cache(
-        q.data(), w.data(), H, kv, [](int64_t i) { return i; }, L);
-    EXPECT_TRUE(test::logits_within_bound(out.data(), S, ex)) << threads << " thread(s)";
-  }
+                         TensorView(out.data(), DType::F32, {1, S}), 1, run.options());
+    EXPECT_TRUE(testing::holds(testing::logits_violation(out.data(), S, ex))) << run.label();
+  });
 }
 
 }  // namespace

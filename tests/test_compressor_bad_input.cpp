@@ -20,23 +20,13 @@ const char* op_of(int hd) {
   return hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
 }
 
-// Runs the case (with `views`, default: the case's own) on every variant, expecting an exception
-// of class `kind` and an unchanged kv cache. Returns the message of the last variant.
+// Runs the case (with `views`, default: the case's own) on every run, expecting an exception of
+// class `kind`, the same message from all, and an unchanged kv cache. Returns the message.
 std::string expect_error(CompressCase& c, const char* kind,
                          const CompressCase::Views* views = nullptr) {
-  std::string what;
-  for (const auto& variant : test::variants_of(op_of(c.hd))) {
-    const auto before = c.kv_cache;
-    try {
-      c.run(views ? *views : c.views(), test::with_variant(variant));
-      ADD_FAILURE() << variant << ": no exception, expected " << kind;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.kind(), kind) << variant << ": " << e.what();
-      what = e.what();
-    }
-    EXPECT_EQ(c.kv_cache, before) << variant << ": the kv cache changed";
-  }
-  return what;
+  return testing::expect_error(
+      op_of(c.hd), kind, [&](const Options& o) { c.run(views ? *views : c.views(), o); },
+      [&] { return c.kv_cache; });
 }
 
 // ---- (a) scalars ----
@@ -231,8 +221,9 @@ TEST(CompressBadInput, DuplicateSlotsOfEmittingTokens) {
                   ": kv_slot_mapping[2] = 9: slot already written by token 0 (expected distinct "
                   "slots among the tokens that write)");
     c.kv_slot[2] = 10;  // now only a non-emitting token shares slot 9: valid
-    for (const auto& variant : test::variants_of(op_of(hd)))
-      EXPECT_NO_THROW(c.run(test::with_variant(variant))) << variant;
+    testing::for_each_run(op_of(hd), [&](const testing::Run& run) {
+      EXPECT_NO_THROW(c.run(run.options())) << run.label();
+    });
   }
 }
 
@@ -246,8 +237,9 @@ TEST(CompressBadInput, NonFiniteInputs) {
               std::string("dsv4cpu::") + op_of(hd) +
                   ": rms_norm_weight[7] = nan: not finite (expected a finite value)");
     c.kv_slot[0] = -1;  // nothing emits, so the weight is not read: no error
-    for (const auto& variant : test::variants_of(op_of(hd)))
-      EXPECT_NO_THROW(c.run(test::with_variant(variant))) << variant;
+    testing::for_each_run(op_of(hd), [&](const testing::Run& run) {
+      EXPECT_NO_THROW(c.run(run.options())) << run.label();
+    });
 
     c = test::worked_example(hd, 0);
     c.cos_sin[33] = -kInf;  // row 0 is read
@@ -258,8 +250,9 @@ TEST(CompressBadInput, NonFiniteInputs) {
     c = test::worked_example(hd, 0);
     c.cos_sin.resize(2 * 64, kNaN);  // row 1 is never read
     c.R = 2;
-    for (const auto& variant : test::variants_of(op_of(hd)))
-      EXPECT_NO_THROW(c.run(test::with_variant(variant))) << variant;
+    testing::for_each_run(op_of(hd), [&](const testing::Run& run) {
+      EXPECT_NO_THROW(c.run(run.options())) << run.label();
+    });
   }
 }
 

@@ -48,7 +48,7 @@ struct SaveCase {
       for (int64_t i = 0; i < SW; ++i)
         ape[static_cast<size_t>(k * SW + i)] = static_cast<float>(k) + 0.125f;
     state.resize(static_cast<size_t>(nb * page_floats));
-    test::fill_garbage(state.data(), state.size() * sizeof(float), 7);
+    testing::fill_garbage(state.data(), state.size() * sizeof(float), 7);
     positions.assign(static_cast<size_t>(N), 0);
     slots.assign(static_cast<size_t>(N), -1);
   }
@@ -65,23 +65,12 @@ struct SaveCase {
   }
 };
 
-// Runs on every variant expecting exception class `kind` and an unchanged state cache; returns
-// the message.
+// Runs on every run expecting exception class `kind`, one message and an unchanged state cache;
+// returns the message.
 std::string expect_error(SaveCase& c, const char* kind) {
-  std::string what;
-  for (const auto& variant : test::variants_of("save_partial_states")) {
-    const auto before = c.state;
-    try {
-      c.run(test::with_variant(variant));
-      ADD_FAILURE() << variant << ": no exception, expected " << kind;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.kind(), kind) << variant << ": " << e.what();
-      what = e.what();
-    }
-    EXPECT_EQ(std::memcmp(before.data(), c.state.data(), before.size() * sizeof(float)), 0)
-        << variant << ": the state cache changed";
-  }
-  return what;
+  return testing::expect_error(
+      "save_partial_states", kind, [&](const Options& o) { c.run(o); },
+      [&] { return testing::bytes_of(c.state); });
 }
 
 // Expected state after the call, built element by element from §3.3.
@@ -111,33 +100,33 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b,
 TEST(SavePartialStates, SpecExample34) {
   // Ratio 4, sbs = 4, block table [7, 3], positions 4 and 5: local 4, 5 are row 0, 1 of page 3,
   // slots 12 and 13. Position 5 adds ape[1]. Values are chosen so that every sum is exact.
-  for (const auto& variant : test::variants_of("save_partial_states")) {
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(2, 1024, 4, 8, 4);
     c.positions = {4, 5};
     c.slots = {12, 13};
     const auto before = c.state;
-    c.run(test::with_variant(variant));
+    c.run(run.options());
     for (int64_t t = 0; t < 2; ++t) {
       const float* row = c.row(12 + t);
       for (int64_t i = 0; i < 1024; ++i) {
-        ASSERT_EQ(row[i], static_cast<float>(t * 10000 + i) + 0.5f) << variant;
+        ASSERT_EQ(row[i], static_cast<float>(t * 10000 + i) + 0.5f) << run.label();
         // score −i/4 plus ape[p % 4] = (4 + t) % 4 + 1/8
         ASSERT_EQ(row[1024 + i], -static_cast<float>(i) * 0.25f + static_cast<float>(t) + 0.125f)
-            << variant;
+            << run.label();
       }
     }
     // Everything else, padding included, keeps its old bits.
     SaveCase e = c;
     e.state = before;
     for (int64_t t = 0; t < 2; ++t) std::memcpy(e.row(12 + t), c.row(12 + t), 2048 * sizeof(float));
-    expect_same_bits(c.state, e.state, variant);
-  }
+    expect_same_bits(c.state, e.state, run.label());
+  });
 }
 
 TEST(SavePartialStates, SkipsMinusOneAndUsesPositionModR) {
   // C128A widths: ratio 128, SW 512, sbs 8; positions beyond r pick ape[p % 128]; strided kv and
   // score rows (row stride 2·SW, as views of kv_score).
-  for (const auto& variant : test::variants_of("save_partial_states")) {
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(5, 512, 128, 3, 8);
     c.positions = {0, 130, 255, 1000, 7};
     c.slots = {-1, 23, 0, 9, -1};
@@ -152,15 +141,15 @@ TEST(SavePartialStates, SkipsMinusOneAndUsesPositionModR) {
                         TensorView(kv_score.data() + 512, DType::F32, {5, 512}, {1024, 1}),
                         TensorView(c.ape.data(), DType::F32, {128, 512}),
                         TensorView(c.positions.data(), DType::I64, {5}), c.state_view(),
-                        TensorView(c.slots.data(), DType::I64, {5}), test::with_variant(variant));
-    expect_same_bits(c.state, expect, variant);
-  }
+                        TensorView(c.slots.data(), DType::I64, {5}), run.options());
+    expect_same_bits(c.state, expect, run.label());
+  });
 }
 
 TEST(SavePartialStates, BitCopyAndIeeeSumsWhateverTheCallersMxcsr) {
   // −0, subnormals, FLT_MAX are copied bit for bit; −0 + −0 = −0, −0 + 0 = +0, subnormal sums are
   // not flushed even when the caller runs with FTZ and DAZ on (numerics.md §9). I32 indices.
-  for (const auto& variant : test::variants_of("save_partial_states")) {
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(1, 256, 4, 1, 4);
     c.kv[0] = -0.0f;
     c.kv[1] = 1e-40f;
@@ -177,50 +166,50 @@ TEST(SavePartialStates, BitCopyAndIeeeSumsWhateverTheCallersMxcsr) {
                         TensorView(c.score.data(), DType::F32, {1, 256}),
                         TensorView(c.ape.data(), DType::F32, {4, 256}),
                         TensorView(pos.data(), DType::I32, {1}), c.state_view(),
-                        TensorView(slot.data(), DType::I32, {1}), test::with_variant(variant));
+                        TensorView(slot.data(), DType::I32, {1}), run.options());
     EXPECT_EQ(_mm_getcsr() & ~0x3Fu, (csr | 0x8040u) & ~0x3Fu) << "the caller's mode is restored";
     _mm_setcsr(csr);
     const float* row = c.row(2);
-    EXPECT_EQ(bits(row[0]), 0x80000000u) << variant;
-    EXPECT_EQ(bits(row[1]), bits(1e-40f)) << variant;
-    EXPECT_EQ(bits(row[2]), 0x80000001u) << variant;
-    EXPECT_EQ(bits(row[3]), 0x7F7FFFFFu) << variant;
-    EXPECT_EQ(bits(row[256]), 0x80000000u) << variant;
-    EXPECT_EQ(bits(row[257]), 0x00000000u) << variant;
-    EXPECT_EQ(row[258], 3e-40f) << variant;  // 1e-40 + 2e-40, exact subnormal arithmetic
-    EXPECT_NE(row[258], 0.0f) << variant;
-    EXPECT_EQ(bits(row[259]), 0x00000000u) << variant;
-    EXPECT_EQ(row[260], 0.0f) << variant;
-  }
+    EXPECT_EQ(bits(row[0]), 0x80000000u) << run.label();
+    EXPECT_EQ(bits(row[1]), bits(1e-40f)) << run.label();
+    EXPECT_EQ(bits(row[2]), 0x80000001u) << run.label();
+    EXPECT_EQ(bits(row[3]), 0x7F7FFFFFu) << run.label();
+    EXPECT_EQ(bits(row[256]), 0x80000000u) << run.label();
+    EXPECT_EQ(bits(row[257]), 0x00000000u) << run.label();
+    EXPECT_EQ(row[258], 3e-40f) << run.label();  // 1e-40 + 2e-40, exact subnormal arithmetic
+    EXPECT_NE(row[258], 0.0f) << run.label();
+    EXPECT_EQ(bits(row[259]), 0x00000000u) << run.label();
+    EXPECT_EQ(row[260], 0.0f) << run.label();
+  });
 }
 
 TEST(SavePartialStates, ZeroSizeIsNoOp) {
-  for (const auto& variant : test::variants_of("save_partial_states")) {
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(0, 1024, 4, 2, 4);
     const auto before = c.state;
-    c.run(test::with_variant(variant));
-    expect_same_bits(c.state, before, variant);
+    c.run(run.options());
+    expect_same_bits(c.state, before, run.label());
     // An empty state cache with N = 0 is fine too.
     SaveCase d(0, 256, 4, 0, 4);
-    d.run(test::with_variant(variant));
-  }
+    d.run(run.options());
+  });
 }
 
 TEST(SavePartialStates, CheckFiniteOffCopiesNonFiniteValues) {
-  for (const auto& variant : test::variants_of("save_partial_states")) {
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(2, 256, 4, 2, 4);
     c.positions = {0, 1};
     c.slots = {1, 6};
     c.kv[3] = kNaN;
     c.score[256 + 5] = 3e38f;
     c.ape[256 + 5] = 3e38f;
-    Options o = test::with_variant(variant);
+    Options o = run.options();
     o.check_finite = false;
     const auto expect = expected_state(c);
     c.run(o);
-    expect_same_bits(c.state, expect, variant);
+    expect_same_bits(c.state, expect, run.label());
     EXPECT_TRUE(std::isinf(c.row(6)[256 + 5]));
-  }
+  });
 }
 
 // ---- bad input, bad-input.md §4 in the §1.4 order ----
@@ -241,14 +230,13 @@ TEST(SavePartialStatesBadInput, ShapesAndRatio) {
   auto try_views = [](SaveCase& c, const TensorView& kv, const TensorView& score,
                       const TensorView& ape, const TensorView& pos, const TensorView& state,
                       const TensorView& slots) {
-    for (const auto& variant : test::variants_of("save_partial_states")) {
+    testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
       const auto before = c.state;
-      EXPECT_THROW(save_partial_states(kv, score, ape, pos, state, slots,
-                                       test::with_variant(variant)),
+      EXPECT_THROW(save_partial_states(kv, score, ape, pos, state, slots, run.options()),
                    ShapeError)
-          << variant;
+          << run.label();
       EXPECT_EQ(std::memcmp(before.data(), c.state.data(), before.size() * 4), 0);
-    }
+    });
   };
   SaveCase c(2, 256, 4, 4, 4);
   c.slots = {0, 1};
@@ -349,14 +337,14 @@ TEST(SavePartialStatesBadInput, NonFiniteInputsAndSums) {
               "value)");
   }
   {  // values no written token reads are not checked
-    for (const auto& variant : test::variants_of("save_partial_states")) {
+    testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
       SaveCase c(2, 256, 4, 2, 4);
       c.positions = {4, 6};
       c.slots = {-1, 3};
       c.kv[5] = kNaN;             // token 0 is skipped
       c.ape[1 * 256 + 4] = kInf;  // ape row 1 is not used
-      EXPECT_NO_THROW(c.run(test::with_variant(variant))) << variant;
-    }
+      EXPECT_NO_THROW(c.run(run.options())) << run.label();
+    });
   }
   {  // finite inputs whose sum overflows
     SaveCase c(2, 256, 4, 2, 4);

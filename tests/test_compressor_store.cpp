@@ -37,60 +37,64 @@ std::vector<std::pair<int64_t, int64_t>> entry_ranges(const CompressCase& c, int
 }
 
 TEST(CompressNormRopeStore, WorkedExample91BothClampModes) {
-  for (const auto& variant : test::variants_of("compress_norm_rope_store"))
+  testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     for (ScaleClamp clamp : {ScaleClamp::cpu, ScaleClamp::gpu}) {
       CompressCase c = test::worked_example(512, 0);
       c.clamp = clamp;
       const auto before = c.kv_cache;
-      c.run(test::with_variant(variant));
+      c.run(run.options());
       // [0, 448) = 0x78; [448, 576) = 64 x (0x80, 0x3F); [36864, 36871) = 0x77; 36871 = 0x00.
       const uint8_t* page0 = c.kv_cache.data();
-      for (int i = 0; i < 448; ++i) ASSERT_EQ(page0[i], 0x78) << variant << " " << i;
+      for (int i = 0; i < 448; ++i) ASSERT_EQ(page0[i], 0x78) << run.label() << " " << i;
       for (int k = 0; k < 64; ++k) {
-        ASSERT_EQ(page0[448 + 2 * k], 0x80) << variant;
-        ASSERT_EQ(page0[449 + 2 * k], 0x3F) << variant;
+        ASSERT_EQ(page0[448 + 2 * k], 0x80) << run.label();
+        ASSERT_EQ(page0[449 + 2 * k], 0x3F) << run.label();
       }
-      for (int i = 36864; i < 36871; ++i) ASSERT_EQ(page0[i], 0x77) << variant;
-      ASSERT_EQ(page0[36871], 0x00) << variant;
+      for (int i = 36864; i < 36871; ++i) ASSERT_EQ(page0[i], 0x77) << run.label();
+      ASSERT_EQ(page0[36871], 0x00) << run.label();
       EXPECT_TRUE(test::changed_outside(before, c.kv_cache, {{0, 576}, {36864, 36872}}).empty())
-          << variant;
+          << run.label();
     }
+  });
 }
 
 TEST(CompressNormRopeStore, WorkedExample91AtAnotherSlot) {
   // Slot 64 + 5 with P = 64: page 1, entry 5. Data at 5·576, scales at 64·576 + 8·5 of page 1.
-  for (const auto& variant : test::variants_of("compress_norm_rope_store")) {
+  testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     CompressCase c = test::worked_example(512, 69);
     const auto before = c.kv_cache;
-    c.run(test::with_variant(variant));
+    c.run(run.options());
     const int64_t page = c.page_stride;
     EXPECT_EQ(c.data_at(69), page + 2880);
     EXPECT_EQ(c.scale_at(69), page + 36864 + 40);
     expect_main_entry(c, 69, std::vector<uint8_t>(448, 0x78), std::vector<uint16_t>(64, 0x3F80),
-                      std::vector<uint8_t>(7, 0x77), variant);
-    EXPECT_TRUE(test::changed_outside(before, c.kv_cache, entry_ranges(c, 69)).empty()) << variant;
-  }
+                      std::vector<uint8_t>(7, 0x77), run.label());
+    EXPECT_TRUE(test::changed_outside(before, c.kv_cache, entry_ranges(c, 69)).empty())
+        << run.label();
+  });
 }
 
 TEST(CompressNormRopeStoreIndexer, WorkedExample93) {
   // 128 codes 0x78 at [j·128, j·128 + 128) and the fp32 scale 2^-8 (00 00 80 3B) at P·128 + 4j,
   // for j = 0 (page 0) and for slot 64 + 5 (page 1, j = 5).
-  for (const auto& variant : test::variants_of("compress_norm_rope_store_indexer"))
+  testing::for_each_run("compress_norm_rope_store_indexer", [&](const testing::Run& run) {
     for (int64_t slot : {0, 69})
       for (ScaleClamp clamp : {ScaleClamp::cpu, ScaleClamp::gpu}) {
         CompressCase c = test::worked_example(128, slot);
         c.clamp = clamp;  // accepted and ignored
         const auto before = c.kv_cache;
-        c.run(test::with_variant(variant));
+        c.run(run.options());
         const int64_t base = (slot / 64) * c.page_stride, j = slot % 64;
         for (int64_t d = 0; d < 128; ++d)
-          ASSERT_EQ(c.kv_cache[static_cast<size_t>(base + j * 128 + d)], 0x78) << variant;
+          ASSERT_EQ(c.kv_cache[static_cast<size_t>(base + j * 128 + d)], 0x78) << run.label();
         const uint8_t expect[4] = {0x00, 0x00, 0x80, 0x3B};
         for (int b = 0; b < 4; ++b)
-          ASSERT_EQ(c.kv_cache[static_cast<size_t>(base + 8192 + 4 * j + b)], expect[b]) << variant;
+          ASSERT_EQ(c.kv_cache[static_cast<size_t>(base + 8192 + 4 * j + b)], expect[b])
+              << run.label();
         EXPECT_TRUE(test::changed_outside(before, c.kv_cache, entry_ranges(c, slot)).empty())
-            << variant;
+            << run.label();
       }
+  });
 }
 
 TEST(CompressNormRopeStore, WorkedExample92ScaleClampModes) {
@@ -98,14 +102,14 @@ TEST(CompressNormRopeStore, WorkedExample92ScaleClampModes) {
   // 0.010009765625 (channel 5) and 5.3125·2^-22 (channel 9) through the weights; every other
   // weight is 0, so every other value is +0. The expected bytes are §9.2's table.
   const float big = 0.010009765625f, small = 5.3125f * 0x1p-22f;
-  for (const auto& variant : test::variants_of("compress_norm_rope_store"))
+  testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     for (ScaleClamp clamp : {ScaleClamp::cpu, ScaleClamp::gpu}) {
       CompressCase c = test::worked_example(512, 0);
       c.clamp = clamp;
       std::fill(c.weight.begin(), c.weight.end(), 0.0f);
       c.weight[5] = big;
       c.weight[9] = small;
-      c.run(test::with_variant(variant));
+      c.run(run.options());
       const bool cpu = clamp == ScaleClamp::cpu;
       std::vector<uint8_t> codes(448, 0x00);
       codes[5] = cpu ? 0x6A : 0x7A;
@@ -114,32 +118,35 @@ TEST(CompressNormRopeStore, WorkedExample92ScaleClampModes) {
       std::vector<uint8_t> scales(7, cpu ? 0x72 : 0x69);
       scales[0] = cpu ? 0x72 : 0x70;
       expect_main_entry(c, 0, codes, std::vector<uint16_t>(64, 0x0000), scales,
-                        variant + (cpu ? " cpu" : " gpu"));
+                        run.label() + (cpu ? " cpu" : " gpu"));
       // Decoded values of the table: both modes give amax 0.009765625; the small value decodes
       // to 5·2^-22 (cpu) and 1.375·2^-20 (gpu).
       const float scale = std::ldexp(1.0f, c.kv_cache[36864] - 127);
       EXPECT_EQ(fp8_e4m3_decode(c.kv_cache[5]) * scale, 0.009765625f);
       EXPECT_EQ(fp8_e4m3_decode(c.kv_cache[9]) * scale, cpu ? 5 * 0x1p-22f : 1.375f * 0x1p-20f);
     }
+  });
 }
 
 TEST(CompressNormRopeStoreIndexer, AlwaysClampsTheAmax) {
   // §9.2's tile values in the indexer's single block, with scale_clamp = cpu requested: the
   // indexer ignores it (§7) and uses clamp-amax: e = -15, scale 2^-15 = 0x38000000, codes
   // 0x7A and 0x13 (§9.2's gpu column); every other value is +0.
-  for (const auto& variant : test::variants_of("compress_norm_rope_store_indexer")) {
+  testing::for_each_run("compress_norm_rope_store_indexer", [&](const testing::Run& run) {
     CompressCase c = test::worked_example(128, 0);
     c.clamp = ScaleClamp::cpu;
     std::fill(c.weight.begin(), c.weight.end(), 0.0f);
     c.weight[5] = 0.010009765625f;
     c.weight[9] = 5.3125f * 0x1p-22f;
-    c.run(test::with_variant(variant));
+    c.run(run.options());
     for (int d = 0; d < 128; ++d)
-      ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], d == 5 ? 0x7A : d == 9 ? 0x13 : 0x00)
-          << variant << " d=" << d;
+      ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], d == 5   ? 0x7A
+                                                    : d == 9 ? 0x13
+                                                             : 0x00)
+          << run.label() << " d=" << d;
     const uint8_t scale[4] = {0x00, 0x00, 0x00, 0x38};
     for (int b = 0; b < 4; ++b) EXPECT_EQ(c.kv_cache[static_cast<size_t>(8192 + b)], scale[b]);
-  }
+  });
 }
 
 TEST(CompressRounding, ValuesAreRoundedToBf16BeforeQuantisation) {
@@ -151,23 +158,23 @@ TEST(CompressRounding, ValuesAreRoundedToBf16BeforeQuantisation) {
   const float w = 1.1875f - 0x1p-20f + 0x1p-23f;
   for (int hd : {512, 128}) {
     const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
-    for (const auto& variant : test::variants_of(op)) {
+    testing::for_each_run(op, [&](const testing::Run& run) {
       CompressCase c = test::worked_example(hd, 0);
       c.weight[0] = w;
       c.weight[static_cast<size_t>(hd - 64)] = w;
-      c.run(test::with_variant(variant));
+      c.run(run.options());
       if (hd == 512) {
         std::vector<uint8_t> codes(448, 0x78);
         codes[0] = 0x7A;
         std::vector<uint16_t> rope(64, 0x3F80);
         rope[0] = 0x3F98;
-        expect_main_entry(c, 0, codes, rope, std::vector<uint8_t>(7, 0x77), variant);
+        expect_main_entry(c, 0, codes, rope, std::vector<uint8_t>(7, 0x77), run.label());
       } else {
         for (int d = 0; d < 128; ++d)
           ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], d == 0 || d == 64 ? 0x7A : 0x78)
-              << variant << " d=" << d;
+              << run.label() << " d=" << d;
       }
-    }
+    });
   }
 }
 
@@ -176,15 +183,15 @@ TEST(CompressRounding, WeightMultipliesTheRoundedNormalisedValue) {
   // (0x3F818000, a bf16 tie), n = RN(a·w) = w − 2^-23 lies just below the tie: bf16 0x3F81 in
   // the first RoPE dim (table row cos 1, sin 0). The other order, RN(c·RN(inv·w)), lands on the
   // tie itself and rounds to 0x3F82.
-  for (const auto& variant : test::variants_of("compress_norm_rope_store")) {
+  testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     CompressCase c = test::worked_example(512, 0);
     c.weight[448] = 1.01171875f;
-    c.run(test::with_variant(variant));
+    c.run(run.options());
     std::vector<uint16_t> rope(64, 0x3F80);
     rope[0] = 0x3F81;
     expect_main_entry(c, 0, std::vector<uint8_t>(448, 0x78), rope, std::vector<uint8_t>(7, 0x77),
-                      variant);
-  }
+                      run.label());
+  });
 }
 
 // ---- FMA placement (numerics.md §7): inputs where fma(a, b, c) != RN(RN(a·b) + c) ----
@@ -205,7 +212,7 @@ TEST(CompressFma, PoolingAccumulatorIsFused) {
   const bool neg = eps_prod < 0;
   for (int hd : {512, 128}) {
     const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
-    for (const auto& variant : test::variants_of(op)) {
+    testing::for_each_run(op, [&](const testing::Run& run) {
       CompressCase c(hd, 4, 8, 8, 1, 1, 64, 1);
       c.positions[0] = 3;
       c.kv_slot[0] = 0;
@@ -217,19 +224,20 @@ TEST(CompressFma, PoolingAccumulatorIsFused) {
         c.row(31)[c.kv_off(7) + d] = kB;
         c.row(31)[c.score_off(7) + d] = -1.0f;
       }
-      c.run(test::with_variant(variant));
+      c.run(run.options());
       const uint8_t code = neg ? 0xF8 : 0x78;
       if (hd == 512) {
         expect_main_entry(c, 0, std::vector<uint8_t>(448, code),
                           std::vector<uint16_t>(64, neg ? 0xBF80 : 0x3F80),
-                          std::vector<uint8_t>(7, 0x77), variant);
+                          std::vector<uint8_t>(7, 0x77), run.label());
       } else {
-        for (int d = 0; d < 128; ++d) ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], code) << variant;
+        for (int d = 0; d < 128; ++d)
+          ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], code) << run.label();
         uint32_t scale;
         std::memcpy(&scale, c.kv_cache.data() + 8192, 4);
-        EXPECT_EQ(scale, 0x3B800000u) << variant;
+        EXPECT_EQ(scale, 0x3B800000u) << run.label();
       }
-    }
+    });
   }
 }
 
@@ -238,7 +246,7 @@ TEST(CompressFma, RopeRotationIsFused) {
   // so e' = fma(a, v, RN(a·(−v))) = a·v − RN(a·v), the (exact, non-zero) rounding error of the
   // product, and o' = RN(a·v + RN(a·v)); both are derived here in binary64. An unfused rotation
   // gives e' = 0.
-  for (const auto& variant : test::variants_of("compress_norm_rope_store")) {
+  testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     CompressCase c = test::worked_example(512, 0);
     const float a = 1.0f - 0x1p-24f;
     std::vector<uint16_t> rope(64);
@@ -252,10 +260,10 @@ TEST(CompressFma, RopeRotationIsFused) {
       rope[static_cast<size_t>(2 * i)] = to_bf16(static_cast<float>(p - rp));      // exact
       rope[static_cast<size_t>(2 * i + 1)] = to_bf16(static_cast<float>(p + rp));  // one rounding
     }
-    c.run(test::with_variant(variant));
+    c.run(run.options());
     expect_main_entry(c, 0, std::vector<uint8_t>(448, 0x78), rope, std::vector<uint8_t>(7, 0x77),
-                      variant);
-  }
+                      run.label());
+  });
 }
 
 // ---- invariants against an unquantised binary64 model ----
@@ -359,9 +367,9 @@ TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel) {
   for (const Shape& sh : shapes) {
     const std::string op =
         sh.hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
-    for (const auto& variant : test::variants_of(op)) {
-      const std::string where = variant + " hd=" + std::to_string(sh.hd) + " r=" +
-                                std::to_string(sh.r) + " W=" + std::to_string(sh.W);
+    testing::for_each_run(op, [&](const testing::Run& run) {
+      const std::string where = run.label() + " hd=" + std::to_string(sh.hd) +
+                                " r=" + std::to_string(sh.r) + " W=" + std::to_string(sh.W);
       std::mt19937 gen(static_cast<uint32_t>(sh.hd + sh.r + sh.W));
       auto uniform = [&gen](float lo, float hi) {
         return lo + (hi - lo) * static_cast<float>(gen() >> 8) * 0x1p-24f;
@@ -372,7 +380,8 @@ TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel) {
                                 2 * sh.r + 1};
       std::vector<std::pair<int, int64_t>> tokens;  // (request, position)
       for (int64_t p : req0) tokens.push_back({0, p});
-      for (int64_t p : {4 * sh.r - 2, 4 * sh.r - 1, 4 * sh.r + 1, 5 * sh.r - 1}) tokens.push_back({1, p});
+      for (int64_t p : {4 * sh.r - 2, 4 * sh.r - 1, 4 * sh.r + 1, 5 * sh.r - 1})
+        tokens.push_back({1, p});
       const int64_t rows_per_req = 5 * sh.r, base[2] = {0, rows_per_req};
       const int64_t N = static_cast<int64_t>(tokens.size());
       const int64_t sbs = sh.r == 4 ? 4 : 8;
@@ -421,7 +430,7 @@ TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel) {
         for (int64_t i = SW; i < 2 * SW; ++i) row[i] = uniform(-3.0f, 3.0f);
       }
       const auto before = c.kv_cache;
-      c.run(test::with_variant(variant));
+      c.run(run.options());
       std::vector<std::pair<int64_t, int64_t>> written;
       int emitted = 0;
       for (int64_t t = 0; t < N; ++t) {
@@ -435,7 +444,7 @@ TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel) {
       const auto changed = test::changed_outside(before, c.kv_cache, written);
       EXPECT_TRUE(changed.empty()) << where << ": byte " << (changed.empty() ? 0 : changed[0])
                                    << " changed outside the emitting entries";
-    }
+    });
   }
 }
 
@@ -444,29 +453,29 @@ TEST(CompressInvariants, NonEmittingTokensNeedNoOwnRowAndWriteNothing) {
   // slot -1 and an all -1 window: neither emits, nothing is written, no error.
   for (int hd : {512, 128}) {
     const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
-    for (const auto& variant : test::variants_of(op)) {
+    testing::for_each_run(op, [&](const testing::Run& run) {
       CompressCase c(hd, 4, 8, 2, 2, 1, 64, 1);
       c.positions = {5, 7};
       c.kv_slot = {3, -1};
       const auto before = c.kv_cache;
-      c.run(test::with_variant(variant));
-      EXPECT_EQ(c.kv_cache, before) << variant;
-    }
+      c.run(run.options());
+      EXPECT_EQ(c.kv_cache, before) << run.label();
+    });
   }
 }
 
 TEST(CompressInvariants, ZeroSizeIsNoOp) {
   for (int hd : {512, 128}) {
     const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
-    for (const auto& variant : test::variants_of(op)) {
+    testing::for_each_run(op, [&](const testing::Run& run) {
       // N = 0 with an empty state cache, an empty kv cache and an empty table.
       CompressCase c(hd, 4, 8, 0, 0, 0, 64, 0);
-      c.run(test::with_variant(variant));
+      c.run(run.options());
       CompressCase d(hd, 128, 128, 1, 0, 1, 2, 0, 8);
       const auto before = d.kv_cache;
-      d.run(test::with_variant(variant));
-      EXPECT_EQ(d.kv_cache, before) << variant;
-    }
+      d.run(run.options());
+      EXPECT_EQ(d.kv_cache, before) << run.label();
+    });
   }
 }
 
@@ -475,42 +484,43 @@ TEST(CompressInvariants, CheckFiniteOffStaysInBounds) {
   // emitting entry's bytes may change (ASan builds also catch any access out of bounds).
   for (int hd : {512, 128}) {
     const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
-    for (const auto& variant : test::variants_of(op)) {
+    testing::for_each_run(op, [&](const testing::Run& run) {
       CompressCase c = test::worked_example(hd, 69);
       c.row(31)[c.kv_off(7) + 3] = std::numeric_limits<float>::quiet_NaN();
       c.row(30)[c.score_off(6) + 4] = std::numeric_limits<float>::infinity();
       c.cos_sin[40] = std::numeric_limits<float>::infinity();
       const auto before = c.kv_cache;
-      Options o = test::with_variant(variant);
+      Options o = run.options();
       o.check_finite = false;
-      EXPECT_NO_THROW(c.run(o)) << variant;
+      EXPECT_NO_THROW(c.run(o)) << run.label();
       EXPECT_TRUE(test::changed_outside(before, c.kv_cache, entry_ranges(c, 69)).empty())
-          << variant;
-      EXPECT_THROW(c.run(test::with_variant(variant)), NonFiniteError) << variant;
-    }
+          << run.label();
+      EXPECT_THROW(c.run(run.options()), NonFiniteError) << run.label();
+    });
   }
 }
 
 TEST(CompressInvariants, IndexArraysMayBeI32) {
   // §9.1 / §9.3 with I32 gather_slots, positions and kv_slot_mapping: the same bytes.
   for (int hd : {512, 128})
-    for (const auto& variant : test::variants_of(hd == 512 ? "compress_norm_rope_store"
-                                                           : "compress_norm_rope_store_indexer")) {
-      CompressCase c = test::worked_example(hd, 0);
-      std::vector<int32_t> gs(c.gather.begin(), c.gather.end()), pos(1, 3), ks(1, 0);
-      auto v = c.views();
-      v.gather_slots = TensorView(gs.data(), DType::I32, {1, 8});
-      v.positions = TensorView(pos.data(), DType::I32, {1});
-      v.kv_slot_mapping = TensorView(ks.data(), DType::I32, {1});
-      c.run(v, test::with_variant(variant));
-      if (hd == 512) {
-        expect_main_entry(c, 0, std::vector<uint8_t>(448, 0x78),
-                          std::vector<uint16_t>(64, 0x3F80), std::vector<uint8_t>(7, 0x77),
-                          variant);
-      } else {
-        for (int d = 0; d < 128; ++d) ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], 0x78);
-      }
-    }
+    testing::for_each_run(
+        hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer",
+        [&](const testing::Run& run) {
+          CompressCase c = test::worked_example(hd, 0);
+          std::vector<int32_t> gs(c.gather.begin(), c.gather.end()), pos(1, 3), ks(1, 0);
+          auto v = c.views();
+          v.gather_slots = TensorView(gs.data(), DType::I32, {1, 8});
+          v.positions = TensorView(pos.data(), DType::I32, {1});
+          v.kv_slot_mapping = TensorView(ks.data(), DType::I32, {1});
+          c.run(v, run.options());
+          if (hd == 512) {
+            expect_main_entry(c, 0, std::vector<uint8_t>(448, 0x78),
+                              std::vector<uint16_t>(64, 0x3F80), std::vector<uint8_t>(7, 0x77),
+                              run.label());
+          } else {
+            for (int d = 0; d < 128; ++d) ASSERT_EQ(c.kv_cache[static_cast<size_t>(d)], 0x78);
+          }
+        });
 }
 
 }  // namespace

@@ -9,21 +9,10 @@
 
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/numerics.hpp"
-#include "test_util.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu::test {
-
-// Deterministic garbage (xorshift64) for buffers whose untouched bytes are checked afterwards.
-inline void fill_garbage(void* p, size_t n, uint64_t seed) {
-  uint64_t x = 0x9E3779B97F4A7C15ull * (seed + 1);
-  auto* b = static_cast<uint8_t*>(p);
-  for (size_t i = 0; i < n; i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(b + i, &x, std::min<size_t>(8, n - i));
-  }
-}
 
 // All inputs of one compress call, owned. hd = 512 calls compress_norm_rope_store, hd = 128
 // compress_norm_rope_store_indexer. Pages of both caches are padded to test the page strides.
@@ -47,7 +36,7 @@ struct CompressCase {
     page_bytes = P * entry_bytes() + 8;
     page_stride = page_bytes + 24;  // a view with a page stride beyond page_bytes
     state.assign(static_cast<size_t>(nb * page_floats), 0.0f);
-    fill_garbage(state.data(), state.size() * sizeof(float), 1);
+    testing::fill_garbage(state.data(), state.size() * sizeof(float), 1);
     weight.assign(static_cast<size_t>(hd), 1.0f);
     cos_sin.assign(static_cast<size_t>(R * 64), 0.0f);
     for (int64_t row = 0; row < R; ++row)
@@ -56,7 +45,7 @@ struct CompressCase {
     positions.assign(static_cast<size_t>(N), 0);
     kv_slot.assign(static_cast<size_t>(N), -1);
     kv_cache.assign(static_cast<size_t>(nblk * page_stride), 0);
-    fill_garbage(kv_cache.data(), kv_cache.size(), 2);
+    testing::fill_garbage(kv_cache.data(), kv_cache.size(), 2);
   }
 
   int64_t SW() const { return (W / r) * hd; }

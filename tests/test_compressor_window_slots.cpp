@@ -7,7 +7,7 @@
 
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/errors.hpp"
-#include "test_util.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -56,7 +56,7 @@ std::vector<int64_t> oracle(const WindowCase& c) {
 
 TEST(CompressorWindowSlots, SpecTable5) {
   // C4A main, state block table [7, 3, 9], sbs = 4.
-  for (const auto& variant : test::variants_of("compressor_window_slots"))
+  testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     for (DType type : {DType::I64, DType::I32}) {
       WindowCase c;
       c.positions = std::vector<int64_t>{3, 5, 11};
@@ -65,18 +65,19 @@ TEST(CompressorWindowSlots, SpecTable5) {
       c.MB = 3;
       c.index_type = type;
       std::vector<int64_t> out;
-      c.run(out, test::with_variant(variant));
+      c.run(out, run.options());
       EXPECT_EQ(out, (std::vector<int64_t>{-1, -1, -1, -1, 28, 29, 30, 31,  //
                                            -1, -1, 28, 29, 30, 31, 12, 13,  //
                                            12, 13, 14, 15, 36, 37, 38, 39}))
-          << variant;
+          << run.label();
     }
+  });
 }
 
 TEST(CompressorWindowSlots, C128aBoundaryWindow) {
   // p = 255, ratio 128 without overlap, sbs 8: the 128 columns are tokens 128..255, i.e. block
   // table columns 16..31, rows 0..7 each.
-  for (const auto& variant : test::variants_of("compressor_window_slots")) {
+  testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     WindowCase c;
     c.positions = std::vector<int64_t>{255};
     c.token_to_req = std::vector<int64_t>{0};
@@ -86,16 +87,16 @@ TEST(CompressorWindowSlots, C128aBoundaryWindow) {
     c.ratio = 128;
     c.overlap = false;
     std::vector<int64_t> out;
-    c.run(out, test::with_variant(variant));
+    c.run(out, run.options());
     ASSERT_EQ(out.size(), 128u);
     for (int64_t w = 0; w < 128; ++w)
-      EXPECT_EQ(out[static_cast<size_t>(w)], (100 + 3 * (16 + w / 8)) * 8 + w % 8) << variant;
-  }
+      EXPECT_EQ(out[static_cast<size_t>(w)], (100 + 3 * (16 + w / 8)) * 8 + w % 8) << run.label();
+  });
 }
 
 TEST(CompressorWindowSlots, MatchesBruteForce) {
   std::mt19937 gen(5);
-  for (const auto& variant : test::variants_of("compressor_window_slots"))
+  testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     for (int64_t ratio : {4, 128})
       for (bool overlap : {false, true})
         for (int64_t bs : {1, 4, 8}) {
@@ -111,37 +112,29 @@ TEST(CompressorWindowSlots, MatchesBruteForce) {
             c.token_to_req.push_back(gen() % 3);
           }
           std::vector<int64_t> out;
-          c.run(out, test::with_variant(variant));
-          EXPECT_EQ(out, oracle(c)) << variant << " r=" << ratio << " overlap=" << overlap;
+          c.run(out, run.options());
+          EXPECT_EQ(out, oracle(c)) << run.label() << " r=" << ratio << " overlap=" << overlap;
         }
+  });
 }
 
 TEST(CompressorWindowSlots, ZeroSizeIsNoOp) {
-  for (const auto& variant : test::variants_of("compressor_window_slots")) {
+  testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     WindowCase c;
     c.MB = 0;
     c.R = 0;
     std::vector<int64_t> out;
-    EXPECT_NO_THROW(c.run(out, test::with_variant(variant))) << variant;
-  }
+    EXPECT_NO_THROW(c.run(out, run.options())) << run.label();
+  });
 }
 
-// Expects exception class `kind` on every variant with the output untouched; returns the message.
+// Expects exception class `kind` and one message from every run, the output untouched; returns
+// the message.
 std::string expect_error(const WindowCase& c, const char* kind) {
-  std::string what;
-  for (const auto& variant : test::variants_of("compressor_window_slots")) {
-    std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(c.N() * c.W(), 1)), 777);
-    std::vector<int64_t> before = out;
-    try {
-      c.run(out, test::with_variant(variant));
-      ADD_FAILURE() << variant << ": no exception, expected " << kind;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.kind(), kind) << variant << ": " << e.what();
-      what = e.what();
-    }
-    EXPECT_EQ(out, before) << variant;
-  }
-  return what;
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(c.N() * c.W(), 1)), 777);
+  return testing::expect_error(
+      "compressor_window_slots", kind, [&](const Options& o) { c.run(out, o); },
+      [&] { return testing::bytes_of(out); });
 }
 
 WindowCase small_case() {
@@ -169,8 +162,8 @@ TEST(CompressorWindowSlotsBadInput, Shapes) {
   std::vector<int64_t> out(3 * 8, 777);
   const TensorView pos(c.positions.data(), DType::I64, {3}), req(c.token_to_req.data(), DType::I64, {3}),
       bt(c.block_table.data(), DType::I64, {1, 3});
-  for (const auto& variant : test::variants_of("compressor_window_slots")) {
-    const Options o = test::with_variant(variant);
+  testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
+    const Options o = run.options();
     // W = 8 expected; an I32 output; token_to_req of another length; positions inside the output.
     EXPECT_THROW(compressor_window_slots(pos, req, bt, 4, 4, true,
                                          TensorView(out.data(), DType::I64, {3, 4}), o),
@@ -185,8 +178,8 @@ TEST(CompressorWindowSlotsBadInput, Shapes) {
     EXPECT_THROW(compressor_window_slots(TensorView(out.data() + 4, DType::I64, {3}), req, bt, 4, 4,
                                          true, TensorView(out.data(), DType::I64, {3, 8}), o),
                  ShapeError);
-    EXPECT_EQ(out, std::vector<int64_t>(24, 777)) << variant;
-  }
+    EXPECT_EQ(out, std::vector<int64_t>(24, 777)) << run.label();
+  });
 }
 
 TEST(CompressorWindowSlotsBadInput, IndexElements) {
@@ -219,16 +212,16 @@ TEST(CompressorWindowSlotsBadInput, IndexElements) {
 
 TEST(CompressorWindowSlotsBadInput, UnreferencedEntriesAreNotRead) {
   // p = 3 with W = 8 reads locals 0..3 only: columns 1 and 2 of the table may hold anything.
-  for (const auto& variant : test::variants_of("compressor_window_slots")) {
+  testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     WindowCase c;
     c.positions = std::vector<int64_t>{3};
     c.token_to_req = std::vector<int64_t>{0};
     c.block_table = std::vector<int64_t>{7, -1, -5};
     c.MB = 3;
     std::vector<int64_t> out;
-    c.run(out, test::with_variant(variant));
-    EXPECT_EQ(out, (std::vector<int64_t>{-1, -1, -1, -1, 28, 29, 30, 31})) << variant;
-  }
+    c.run(out, run.options());
+    EXPECT_EQ(out, (std::vector<int64_t>{-1, -1, -1, -1, 28, 29, 30, 31})) << run.label();
+  });
 }
 
 }  // namespace

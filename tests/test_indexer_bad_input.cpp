@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "dsv4cpu/indexer.hpp"
-#include "test_indexer_oracle.hpp"
-#include "test_util.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -23,30 +23,26 @@ void append_bytes(std::vector<uint8_t>& out, const std::vector<T>& v) {
   out.insert(out.end(), p, p + v.size() * sizeof(T));
 }
 
-// Calls f (every variant of f's op) and expects `kind` with message `what`; every buffer of the
-// fixture must be unchanged afterwards.
+// Expects `kind` with message `what` from every run of f's op (testing::expect_error), every
+// buffer of the fixture unchanged.
 template <class F>
 void expect_error(F& f, const char* kind, const std::string& what) {
-  for (const auto& variant : test::variants_of(F::kOp)) {
-    const std::vector<uint8_t> before = f.snapshot();
-    f.o.variant = variant;
-    try {
-      f.call();
-      ADD_FAILURE() << variant << ": no exception, expected " << what;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.kind(), kind) << variant << ": " << e.what();
-      EXPECT_EQ(std::string(e.what()), what) << variant;
-    }
-    EXPECT_EQ(f.snapshot(), before) << variant << ": a buffer changed";
-  }
+  EXPECT_EQ(testing::expect_error(
+                F::kOp, kind,
+                [&](const Options& o) {
+                  f.o = o;
+                  f.call();
+                },
+                [&] { return f.snapshot(); }),
+            what);
 }
 
 template <class F>
 void expect_ok(F& f) {
-  for (const auto& variant : test::variants_of(F::kOp)) {
-    f.o.variant = variant;
-    EXPECT_NO_THROW(f.call()) << variant;
-  }
+  testing::for_each_run(F::kOp, [&](const testing::Run& run) {
+    f.o = run.options();
+    EXPECT_NO_THROW(f.call()) << run.label();
+  });
 }
 
 // ---------------------------------------------------------------- fused_indexer_q_rope_quant
@@ -143,8 +139,7 @@ TEST(FusedIndexerQRopeQuantBadInput, PositionsIndexTheTable) {
                     "rows of cos_sin_cache)");
   QFix b;
   b.pos[0] = -1;
-  expect_error(b, "IndexError",
-               kQ + "positions[0] = -1: negative position (expected >= 0)");
+  expect_error(b, "IndexError", kQ + "positions[0] = -1: negative position (expected >= 0)");
 }
 
 TEST(FusedIndexerQRopeQuantBadInput, InputsFinite) {
@@ -179,6 +174,13 @@ TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite) {
   expect_error(a, "NonFiniteError",
                kQ + "token 1 (position 3): weights_out head 1 = inf: intermediate overflow "
                     "(expected finite; nothing was written)");
+  try {
+    a.call();
+    ADD_FAILURE() << "no exception";
+  } catch (const NonFiniteError& e) {  // computed values: argument "token t", index {t, head}
+    EXPECT_EQ(e.argument(), "token 1");
+    EXPECT_EQ(e.index(), (std::vector<int64_t>{1, 1}));
+  }
   a.o.check_finite = false;
   a.o.variant = {};
   EXPECT_NO_THROW(a.call());
@@ -189,7 +191,7 @@ TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite) {
 struct LFix {
   static constexpr const char* kOp = "fp8_paged_mqa_logits";
   static constexpr int64_t B = 2, H = 2, P = 16, S = 40, MP = 3, pages = 4;
-  test::KCache kv{P, pages, P * 132};
+  testing::KCache kv{P, pages, P * 132};
   std::vector<uint8_t> q = std::vector<uint8_t>(B * H * 128, 0x38);
   std::vector<float> w = std::vector<float>(B * H, 1.0f);
   std::vector<int32_t> seq_lens = {17, 40};
@@ -321,8 +323,9 @@ TEST(Fp8PagedMqaLogitsBadInput, PageTableCoversRows) {
                     "block_size) <= 2 = page_table columns)");
   LFix b;  // the outside fixture bad_negative_covered_page: −1 inside the covered range
   b.table[3] = -1;
-  expect_error(b, "IndexError",
-               kL + "page_table[1, 0] = -1: negative block id in the covered range (expected >= 0)");
+  expect_error(
+      b, "IndexError",
+      kL + "page_table[1, 0] = -1: negative block id in the covered range (expected >= 0)");
   LFix c;
   c.table[1] = 4;
   expect_error(c, "IndexError",
@@ -473,8 +476,9 @@ TEST(TopkTransformBadInput, PageTableCoversRows) {
                     "page_size) <= 14 = page_table columns)");
   TFix b;  // covered entry of row 1 (L = 100: pages 0, 1)
   b.table[15 + 1] = -1;
-  expect_error(b, "IndexError",
-               kT + "page_table[1, 1] = -1: negative block id in the covered range (expected >= 0)");
+  expect_error(
+      b, "IndexError",
+      kT + "page_table[1, 1] = -1: negative block id in the covered range (expected >= 0)");
   TFix c;  // uncovered entries are free
   c.table[15 + 2] = -1;
   c.table[15 + 14] = -77;
@@ -499,7 +503,7 @@ TEST(TopkTransformBadInput, Transform1024OutputWidth) {
   std::vector<float> scores(1100, 0.0f);
   std::vector<int32_t> lens = {1100}, raw(1023, -9);
   const std::vector<int32_t> raw_before = raw;
-  EXPECT_TRUE(test::throws_exactly<ShapeError>(
+  EXPECT_TRUE(testing::throws_exactly<ShapeError>(
       [&] {
         topk_transform_1024(TensorView(scores.data(), DType::F32, {1, 1100}),
                             TensorView(lens.data(), DType::I32, {1}), TensorView(), 1,
@@ -540,8 +544,7 @@ TEST(ShortContextTopkBadInput, PositionsShortContext) {
                     "(position + 1) / 4 <= 512)");
   SFix b;
   b.positions[0] = -1;
-  expect_error(b, "IndexError",
-               kS + "positions[0] = -1: negative position (expected >= 0)");
+  expect_error(b, "IndexError", kS + "positions[0] = -1: negative position (expected >= 0)");
 }
 
 TEST(ShortContextTopkBadInput, Shapes) {
@@ -566,7 +569,7 @@ TEST(ShortContextTopkBadInput, Shapes) {
 struct IFix {
   static constexpr const char* kOp = "indexer_topk";
   static constexpr int64_t T = 4, H = 2, P = 64, R = 2, MB = 11, pages = 12;
-  test::KCache kv{P, pages, P * 132};
+  testing::KCache kv{P, pages, P * 132};
   std::vector<uint8_t> q = std::vector<uint8_t>(T * H * 128, 0x38);
   std::vector<float> w = std::vector<float>(T * H, 1.0f);
   std::vector<int32_t> qsl = {0, 1, 4};
@@ -659,8 +662,9 @@ TEST(IndexerTopkBadInput, Shapes) {
 TEST(IndexerTopkBadInput, QueryStartLocAndLengths) {
   IFix a;
   a.qsl[0] = 1;
-  expect_error(a, "IndexError",
-               kI + "query_start_loc[0] = 1: does not start at 0 (expected query_start_loc[0] = 0)");
+  expect_error(
+      a, "IndexError",
+      kI + "query_start_loc[0] = 1: does not start at 0 (expected query_start_loc[0] = 0)");
   IFix b;
   b.qsl[1] = 5;
   expect_error(b, "IndexError",
@@ -680,8 +684,9 @@ TEST(IndexerTopkBadInput, BlockTableCoversLongStep) {
                     "ceil((seq_len / 4) / block_size) <= 9 = block_table columns)");
   IFix b;
   b.table[11] = -1;  // request 1's only page
-  expect_error(b, "IndexError",
-               kI + "block_table[1, 0] = -1: negative block id in the covered range (expected >= 0)");
+  expect_error(
+      b, "IndexError",
+      kI + "block_table[1, 0] = -1: negative block id in the covered range (expected >= 0)");
   IFix c;
   c.table[4] = 12;
   expect_error(c, "IndexError",

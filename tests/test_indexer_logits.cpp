@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "dsv4cpu/indexer.hpp"
-#include "test_indexer_oracle.hpp"
-#include "test_util.hpp"
+#include "dsv4cpu/numerics.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -19,29 +20,29 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // numerics.md §11.6 example: H = 64, every code 1.0, w = 0.01, ks = 2⁻⁸: X = 0.32, B ≈ 3.66e-6.
 TEST(Fp8PagedMqaLogits, SpecBoundExample) {
   constexpr int64_t H = 64, P = 16, S = 3;
-  test::KCache kv(P, 1, P * 132);
+  testing::KCache kv(P, 1, P * 132);
   const std::vector<uint8_t> ones(128, 0x38);
   kv.set(0, 0, ones.data(), 0x1p-8f);
   const std::vector<uint8_t> q(H * 128, 0x38);
   const std::vector<float> w(H, 0.01f);
   const std::vector<int32_t> seq_lens = {1}, page_table = {0};
-  for (const auto& variant : test::variants_of("fp8_paged_mqa_logits")) {
+  testing::for_each_run("fp8_paged_mqa_logits", [&](const testing::Run& run) {
     std::vector<float> logits(S, 123.0f);
-    fp8_paged_mqa_logits(
-        TensorView(q.data(), DType::F8_E4M3, {1, H, 128}), kv.view(),
-        TensorView(w.data(), DType::F32, {1, H}), TensorView(seq_lens.data(), DType::I32, {1}),
-        TensorView(page_table.data(), DType::I32, {1, 1}), P, S,
-        TensorView(logits.data(), DType::F32, {1, S}), 1, test::with_variant(variant));
+    fp8_paged_mqa_logits(TensorView(q.data(), DType::F8_E4M3, {1, H, 128}), kv.view(),
+                         TensorView(w.data(), DType::F32, {1, H}),
+                         TensorView(seq_lens.data(), DType::I32, {1}),
+                         TensorView(page_table.data(), DType::I32, {1, 1}), P, S,
+                         TensorView(logits.data(), DType::F32, {1, S}), 1, run.options());
     const double B = 0x1p-8 * 1.14442e-5 * 64 * 128 * static_cast<double>(0.01f);
     EXPECT_NEAR(B, 3.66e-6, 0.01e-6);
-    EXPECT_NEAR(logits[0], 0.32, B + 0.32 * 1e-7) << variant;  // 0.01f is 0.01 within 1e-7
+    EXPECT_NEAR(logits[0], 0.32, B + 0.32 * 1e-7) << run.label();  // 0.01f is 0.01 within 1e-7
     EXPECT_EQ(logits[1], kNegInf);
     EXPECT_EQ(logits[2], kNegInf);
-    const test::ExactRow ex =
-        test::exact_logits(q.data(), w.data(), H, {kv.codes(0, 0)}, {0x1p-8f});
+    const testing::ExactLogits ex =
+        testing::exact_logits(q.data(), w.data(), H, {kv.codes(0, 0)}, {0x1p-8f});
     EXPECT_NEAR(ex.B[0], B, 1e-10);
-    EXPECT_TRUE(test::logits_within_bound(logits.data(), S, ex)) << variant;
-  }
+    EXPECT_TRUE(testing::holds(testing::logits_violation(logits.data(), S, ex))) << run.label();
+  });
 }
 
 // indexer.md §4.3: the reference's head sum is an fma chain. Two heads with dot = 3:
@@ -49,7 +50,7 @@ TEST(Fp8PagedMqaLogits, SpecBoundExample) {
 // product would give RN(3 + 2⁻²¹ − 3) = 2⁻²¹. Key scale 1.
 TEST(Fp8PagedMqaLogits, ReferenceHeadSumIsAnFmaChain) {
   constexpr int64_t H = 2, P = 4;
-  test::KCache kv(P, 1, P * 132);
+  testing::KCache kv(P, 1, P * 132);
   std::vector<uint8_t> key(128, 0x00);
   key[0] = 0x40;  // 2.0
   kv.set(0, 0, key.data(), 1.0f);
@@ -58,18 +59,20 @@ TEST(Fp8PagedMqaLogits, ReferenceHeadSumIsAnFmaChain) {
   const std::vector<float> w = {-1.0f, 1.0f + 0x1p-23f};
   const std::vector<int64_t> seq_lens = {1}, page_table = {0};
   std::vector<float> logits(1);
+  Options reference;
+  reference.impl = Impl::reference;
   fp8_paged_mqa_logits(TensorView(q.data(), DType::F8_E4M3, {1, H, 128}), kv.view(),
                        TensorView(w.data(), DType::F32, {1, H}),
                        TensorView(seq_lens.data(), DType::I64, {1}),
                        TensorView(page_table.data(), DType::I64, {1, 1}), P, 1,
-                       TensorView(logits.data(), DType::F32, {1, 1}), 1, test::with_variant("ref"));
+                       TensorView(logits.data(), DType::F32, {1, 1}), 1, reference);
   EXPECT_EQ(logits[0], 3 * 0x1p-23f);
 }
 
 // ReLU: a negative dot contributes +0, and a NaN key code makes the logit NaN.
 TEST(Fp8PagedMqaLogits, ReluAndNanKeys) {
   constexpr int64_t H = 1, P = 2;
-  test::KCache kv(P, 2, P * 132);
+  testing::KCache kv(P, 2, P * 132);
   std::vector<uint8_t> neg(128, 0x00), nan_key(128, 0x38);
   neg[5] = 0xB8;       // −1
   nan_key[77] = 0xFF;  // NaN code
@@ -78,17 +81,17 @@ TEST(Fp8PagedMqaLogits, ReluAndNanKeys) {
   std::vector<uint8_t> q(128, 0x38);
   const std::vector<float> w = {2.0f};
   const std::vector<int32_t> seq_lens = {2}, page_table = {1};
-  for (const auto& variant : test::variants_of("fp8_paged_mqa_logits")) {
+  testing::for_each_run("fp8_paged_mqa_logits", [&](const testing::Run& run) {
     std::vector<float> logits(3, 5.0f);
-    fp8_paged_mqa_logits(
-        TensorView(q.data(), DType::F8_E4M3, {1, H, 128}), kv.view(),
-        TensorView(w.data(), DType::F32, {1, H}), TensorView(seq_lens.data(), DType::I32, {1}),
-        TensorView(page_table.data(), DType::I32, {1, 1}), P, 3,
-        TensorView(logits.data(), DType::F32, {1, 3}), 1, test::with_variant(variant));
-    EXPECT_EQ(f32_bits(logits[0]), 0u) << variant;  // +0
-    EXPECT_TRUE(std::isnan(logits[1])) << variant;
-    EXPECT_EQ(logits[2], kNegInf) << variant;
-  }
+    fp8_paged_mqa_logits(TensorView(q.data(), DType::F8_E4M3, {1, H, 128}), kv.view(),
+                         TensorView(w.data(), DType::F32, {1, H}),
+                         TensorView(seq_lens.data(), DType::I32, {1}),
+                         TensorView(page_table.data(), DType::I32, {1, 1}), P, 3,
+                         TensorView(logits.data(), DType::F32, {1, 3}), 1, run.options());
+    EXPECT_EQ(f32_bits(logits[0]), 0u) << run.label();  // +0
+    EXPECT_TRUE(std::isnan(logits[1])) << run.label();
+    EXPECT_EQ(logits[2], kNegInf) << run.label();
+  });
 }
 
 struct Case {
@@ -102,15 +105,15 @@ void run_random_case(const Case& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const int64_t rows = c.B * c.next_n, MP = (c.S + c.P - 1) / c.P + 1;
   const int64_t pages = c.B * MP + 3;
-  test::KCache kv(c.P, pages, c.P * 132 + c.stride_pad);
+  testing::KCache kv(c.P, pages, c.P * 132 + c.stride_pad);
   std::vector<uint8_t> codes(128);
   for (int64_t p = 0; p < pages; ++p)
     for (int64_t e = 0; e < c.P; ++e) {
-      for (auto& x : codes) x = test::random_code(rng);
+      for (auto& x : codes) x = testing::random_code(rng);
       kv.set(p, e, codes.data(), std::ldexp(1.0f, static_cast<int>(rng() % 12) - 10));
     }
   std::vector<uint8_t> q(static_cast<size_t>(rows * c.H * 128));
-  for (auto& x : q) x = test::random_code(rng);
+  for (auto& x : q) x = testing::random_code(rng);
   std::vector<float> w(static_cast<size_t>(rows * c.H));
   std::uniform_real_distribution<float> wd(-1.0f, 1.0f);
   for (auto& x : w) x = wd(rng);
@@ -139,26 +142,26 @@ void run_random_case(const Case& c, uint64_t seed) {
                                   : TensorView(q.data(), DType::F8_E4M3, {rows, c.H, 128});
   const TensorView lens_view =
       c.seq2d ? TensorView(lens_ptr, idx, {c.B, c.next_n}) : TensorView(lens_ptr, idx, {c.B});
-  for (const auto& variant : test::variants_of("fp8_paged_mqa_logits")) {
+  testing::for_each_run("fp8_paged_mqa_logits", [&](const testing::Run& run) {
     std::vector<float> logits(static_cast<size_t>(rows * c.S), 7.0f);
     fp8_paged_mqa_logits(q_view, kv.view(), TensorView(w.data(), DType::F32, {rows, c.H}),
                          lens_view, TensorView(table_ptr, idx, {c.B, MP}), c.P, c.S,
                          TensorView(logits.data(), DType::F32, {rows, c.S}), c.next_n,
-                         test::with_variant(variant));
+                         run.options());
     for (int64_t b = 0; b < c.B; ++b) {
       for (int64_t j = 0; j < c.next_n; ++j) {
         const int64_t r = b * c.next_n + j;
         const int64_t L =
             c.seq2d ? lens[static_cast<size_t>(r)]
                     : std::max<int64_t>(0, lens[static_cast<size_t>(b)] - c.next_n + j + 1);
-        const test::ExactRow ex = test::exact_row_from_cache(
-            q.data() + r * c.H * 128, w.data() + r * c.H, c.H, kv,
-            [&](int64_t m) { return table[static_cast<size_t>(b * MP + m)]; }, L);
-        EXPECT_TRUE(test::logits_within_bound(logits.data() + r * c.S, c.S, ex))
-            << variant << " P=" << c.P << " row " << r << " L=" << L;
+        const std::vector<int64_t> row_pages(table.begin() + b * MP, table.begin() + (b + 1) * MP);
+        const testing::ExactLogits ex = testing::exact_logits(
+            q.data() + r * c.H * 128, w.data() + r * c.H, c.H, kv.view(), c.P, row_pages, L);
+        EXPECT_TRUE(testing::holds(testing::logits_violation(logits.data() + r * c.S, c.S, ex)))
+            << run.label() << " P=" << c.P << " row " << r << " L=" << L;
       }
     }
-  }
+  });
 }
 
 TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize16) {
@@ -187,7 +190,7 @@ TEST(Fp8PagedMqaLogits, MtpTwoDimensionalLengths) {
 // leaves the first rows empty. Checked on the −inf pattern with next_n = 3, seq_len = 1.
 TEST(Fp8PagedMqaLogits, MtpOneDimensionalVisibility) {
   constexpr int64_t H = 1, P = 4, S = 4, n = 3;
-  test::KCache kv(P, 1, P * 132);
+  testing::KCache kv(P, 1, P * 132);
   const std::vector<uint8_t> key(128, 0x38);
   for (int e = 0; e < P; ++e) kv.set(0, e, key.data(), 1.0f);
   const std::vector<uint8_t> q(n * H * 128, 0x38);
@@ -206,7 +209,7 @@ TEST(Fp8PagedMqaLogits, MtpOneDimensionalVisibility) {
 }
 
 TEST(Fp8PagedMqaLogits, ZeroSizeIsNoOp) {
-  test::KCache kv(16, 1, 16 * 132);
+  testing::KCache kv(16, 1, 16 * 132);
   fp8_paged_mqa_logits(
       TensorView(nullptr, DType::F8_E4M3, {0, 64, 128}), kv.view(),
       TensorView(nullptr, DType::F32, {0, 64}), TensorView(nullptr, DType::I32, {0}),

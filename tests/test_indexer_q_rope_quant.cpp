@@ -8,8 +8,8 @@
 
 #include "dsv4cpu/indexer.hpp"
 #include "dsv4cpu/numerics.hpp"
-#include "test_indexer_oracle.hpp"
-#include "test_util.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -38,10 +38,10 @@ std::vector<float> identity_table(int64_t rows) {
   return t;
 }
 
-QuantOut run(const std::vector<float>& q, const std::vector<float>& w,
-             const std::vector<int64_t>& pos, const std::vector<float>& table, int64_t H,
-             const std::string& variant, float softmax_scale = kIndexerSoftmaxScale,
-             float head_scale = kIndexerHeadScale) {
+QuantOut quantize(const std::vector<float>& q, const std::vector<float>& w,
+                  const std::vector<int64_t>& pos, const std::vector<float>& table, int64_t H,
+                  const Options& o, float softmax_scale = kIndexerSoftmaxScale,
+                  float head_scale = kIndexerHeadScale) {
   const auto T = static_cast<int64_t>(pos.size());
   const auto R = static_cast<int64_t>(table.size() / 64);
   QuantOut r{std::vector<uint8_t>(static_cast<size_t>(T * H * 128), 0xEE),
@@ -50,7 +50,7 @@ QuantOut run(const std::vector<float>& q, const std::vector<float>& w,
       TensorView(q.data(), DType::F32, {T, H, 128}), TensorView(w.data(), DType::F32, {T, H}),
       TensorView(pos.data(), DType::I64, {T}), TensorView(table.data(), DType::F32, {R, 64}),
       softmax_scale, head_scale, TensorView(r.q_fp8.data(), DType::F8_E4M3, {T, H, 128}),
-      TensorView(r.weights_out.data(), DType::F32, {T, H}), test::with_variant(variant));
+      TensorView(r.weights_out.data(), DType::F32, {T, H}), o);
   return r;
 }
 
@@ -67,14 +67,14 @@ TEST(FusedIndexerQRopeQuant, SpecExample) {
   for (int d = 0; d < 128; ++d) q[static_cast<size_t>(d)] = 1.0f;
   q[128 + 3] = -0.0f;
   const std::vector<float> w = {0.5f, 1.0f};
-  for (const auto& variant : test::variants_of("fused_indexer_q_rope_quant")) {
-    const QuantOut r = run(q, w, {0}, identity_table(1), 2, variant);
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    const QuantOut r = quantize(q, w, {0}, identity_table(1), 2, run.options());
     for (int d = 0; d < 128; ++d) ASSERT_EQ(r.q_fp8[static_cast<size_t>(d)], 0x78) << d;
     for (int d = 0; d < 128; ++d)
       ASSERT_EQ(r.q_fp8[static_cast<size_t>(128 + d)], d == 3 ? 0x80 : 0x00) << d;
-    EXPECT_EQ(f32_bits(r.weights_out[0]), 0x37B504F3u) << variant;
-    EXPECT_EQ(f32_bits(r.weights_out[1]), 0x313504F3u) << variant;
-  }
+    EXPECT_EQ(f32_bits(r.weights_out[0]), 0x37B504F3u) << run.label();
+    EXPECT_EQ(f32_bits(r.weights_out[1]), 0x313504F3u) << run.label();
+  });
   // The overload without scalars uses the same defaults.
   std::vector<uint8_t> codes(2 * 128);
   std::vector<float> w_out(2);
@@ -101,14 +101,14 @@ TEST(FusedIndexerQRopeQuant, RopeFmaAndBf16Rounding) {
   std::vector<float> q(128, 0.0f);
   q[64] = 1.0f + 0x1p-13f;
   q[65] = 1.0f - 0x1p-4f - 0x1p-8f + 0x1p-10f;
-  for (const auto& variant : test::variants_of("fused_indexer_q_rope_quant")) {
-    const QuantOut r = run(q, {0.5f}, {5}, table, 1, variant);
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    const QuantOut r = quantize(q, {0.5f}, {5}, table, 1, run.options());
     for (int d = 0; d < 128; ++d) {
       const uint8_t want = d == 64 ? 0x71 : d == 65 ? 0x7C : 0x00;
-      ASSERT_EQ(r.q_fp8[static_cast<size_t>(d)], want) << variant << " dim " << d;
+      ASSERT_EQ(r.q_fp8[static_cast<size_t>(d)], want) << run.label() << " dim " << d;
     }
     EXPECT_EQ(f32_bits(r.weights_out[0]), 0x383504F3u);
-  }
+  });
 }
 
 // A quarter turn (cos 0, sin 1) maps (e, o) to (−o, e) exactly; NoPE dims stay as given (not
@@ -130,8 +130,8 @@ TEST(FusedIndexerQRopeQuant, QuarterTurnAndUnroundedNope) {
   q[static_cast<size_t>(3 * 128 + 0)] = 1.0f + 0x1p-4f + 0x1p-20f;
   q[static_cast<size_t>(3 * 128 + 1)] = 448.0f;
   const std::vector<float> w = {1.0f, -2.0f, 0.25f, 3.0f};
-  for (const auto& variant : test::variants_of("fused_indexer_q_rope_quant")) {
-    const QuantOut r = run(q, w, {0, 3}, table, H, variant);
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    const QuantOut r = quantize(q, w, {0, 3}, table, H, run.options());
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t h = 0; h < H; ++h) {
         const int64_t th = t * H + h;
@@ -141,8 +141,8 @@ TEST(FusedIndexerQRopeQuant, QuarterTurnAndUnroundedNope) {
         for (int i = 0; i < 32; ++i) {
           const double ze = t == 1 ? -double(x[65 + 2 * i]) : x[64 + 2 * i];
           const double zo = t == 1 ? double(x[64 + 2 * i]) : x[65 + 2 * i];
-          ASSERT_EQ(c[64 + 2 * i], code_of_exact(std::ldexp(ze, -e))) << variant << th << i;
-          ASSERT_EQ(c[65 + 2 * i], code_of_exact(std::ldexp(zo, -e))) << variant << th << i;
+          ASSERT_EQ(c[64 + 2 * i], code_of_exact(std::ldexp(ze, -e))) << run.label() << th << i;
+          ASSERT_EQ(c[65 + 2 * i], code_of_exact(std::ldexp(zo, -e))) << run.label() << th << i;
         }
         EXPECT_EQ(r.weights_out[static_cast<size_t>(th)],
                   w[static_cast<size_t>(th)] * std::ldexp(1.0f, e) * kIndexerSoftmaxScale * 0.125f);
@@ -151,7 +151,7 @@ TEST(FusedIndexerQRopeQuant, QuarterTurnAndUnroundedNope) {
     EXPECT_EQ(r.q_fp8[3 * 128 + 0], 0x39);
     EXPECT_EQ(r.q_fp8[3 * 128 + 1], 0x7E);
     EXPECT_EQ(r.q_fp8[3 * 128 + 2], 0x00);
-  }
+  });
 }
 
 // Step 2 rounds the rotated dims to bf16 and step 3 takes amax over the rounded values.
@@ -165,15 +165,15 @@ TEST(FusedIndexerQRopeQuant, RotatedDimsRoundedToBf16BeforeAmax) {
   q[66] = 1.0f + 0x1p-4f + 0x1p-20f;
   q[128 + 0] = 448.0f;
   q[128 + 1] = 1.0f + 0x1p-4f + 0x1p-20f;
-  for (const auto& variant : test::variants_of("fused_indexer_q_rope_quant")) {
-    const QuantOut r = run(q, {1.0f, 1.0f}, {0}, identity_table(1), 2, variant);
-    EXPECT_EQ(r.q_fp8[64], 0x7E) << variant;
-    EXPECT_EQ(r.q_fp8[66], 0x40) << variant;
-    EXPECT_EQ(r.q_fp8[128 + 0], 0x7E) << variant;
-    EXPECT_EQ(r.q_fp8[128 + 1], 0x39) << variant;
-    EXPECT_EQ(f32_bits(r.weights_out[0]), 0x3BB504F3u) << variant;
-    EXPECT_EQ(f32_bits(r.weights_out[1]), 0x3C3504F3u) << variant;
-  }
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    const QuantOut r = quantize(q, {1.0f, 1.0f}, {0}, identity_table(1), 2, run.options());
+    EXPECT_EQ(r.q_fp8[64], 0x7E) << run.label();
+    EXPECT_EQ(r.q_fp8[66], 0x40) << run.label();
+    EXPECT_EQ(r.q_fp8[128 + 0], 0x7E) << run.label();
+    EXPECT_EQ(r.q_fp8[128 + 1], 0x39) << run.label();
+    EXPECT_EQ(f32_bits(r.weights_out[0]), 0x3BB504F3u) << run.label();
+    EXPECT_EQ(f32_bits(r.weights_out[1]), 0x3C3504F3u) << run.label();
+  });
 }
 
 // fp8 subnormals at e = −8 (amax 1): 2⁻¹⁷ -> 2⁻⁹ (0x01), 1.5·2⁻¹⁷ -> tie -> 2⁻⁸ (0x02),
@@ -188,26 +188,27 @@ TEST(FusedIndexerQRopeQuant, SubnormalCodes) {
   q[5] = 7.0f * 0x1p-17f;
   q[6] = 7.5f * 0x1p-17f;
   q[64] = 0x1p-17f;  // rotated by the identity, bf16-exact
-  for (const auto& variant : test::variants_of("fused_indexer_q_rope_quant")) {
-    const QuantOut r = run(q, {1.0f}, {0}, identity_table(1), 1, variant, 0.5f, 1.0f);
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    const QuantOut r = quantize(q, {1.0f}, {0}, identity_table(1), 1, run.options(), 0.5f, 1.0f);
     const std::vector<uint8_t> want = {0x78, 0x01, 0x02, 0x00, 0x81, 0x07, 0x08};
-    EXPECT_EQ(std::vector<uint8_t>(r.q_fp8.begin(), r.q_fp8.begin() + 7), want) << variant;
+    EXPECT_EQ(std::vector<uint8_t>(r.q_fp8.begin(), r.q_fp8.begin() + 7), want) << run.label();
     EXPECT_EQ(r.q_fp8[64], 0x01);
     EXPECT_EQ(r.weights_out[0], 0x1p-9f);  // 1·2⁻⁸·0.5·1
-  }
+  });
 }
 
 // Custom scales: the product order RN(RN(RN(w·2^e)·softmax_scale)·head_scale) (numerics.md
 // §8.6). With w = 3, e = −8, softmax_scale = 0.3, head_scale = 0.7: each step rounds.
 TEST(FusedIndexerQRopeQuant, WeightProductOrder) {
   const std::vector<float> q(128, 1.0f);
-  for (const auto& variant : test::variants_of("fused_indexer_q_rope_quant")) {
-    const QuantOut r = run(q, {3.0f}, {0}, identity_table(1), 1, variant, 0.3f, 0.7f);
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    const QuantOut r = quantize(q, {3.0f}, {0}, identity_table(1), 1, run.options(), 0.3f, 0.7f);
     const float a = 3.0f * 0x1p-8f;                                  // exact
     const auto rn = [](double x) { return static_cast<float>(x); };  // one rounding of an exact
     const float b = rn(static_cast<double>(a) * 0.3f);               // 24x24-bit product
-    EXPECT_EQ(f32_bits(r.weights_out[0]), f32_bits(rn(static_cast<double>(b) * 0.7f))) << variant;
-  }
+    EXPECT_EQ(f32_bits(r.weights_out[0]), f32_bits(rn(static_cast<double>(b) * 0.7f)))
+        << run.label();
+  });
 }
 
 TEST(FusedIndexerQRopeQuant, ZeroSizeIsNoOp) {

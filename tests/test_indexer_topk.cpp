@@ -9,20 +9,26 @@
 #include <vector>
 
 #include "dsv4cpu/indexer.hpp"
-#include "test_indexer_oracle.hpp"
-#include "test_util.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
 
 constexpr int64_t K = 512;
 
+Options reference() {
+  Options o;
+  o.impl = Impl::reference;
+  return o;
+}
+
 struct Batch {
   int64_t H, P;
   std::vector<int64_t> qsl, seq_lens;
   int64_t MB;
   std::vector<int64_t> block_table;
-  test::KCache kv;
+  testing::KCache kv;
   std::vector<uint8_t> q;
   std::vector<float> w;
   int64_t T() const { return qsl.back(); }
@@ -37,7 +43,7 @@ Batch make_batch(std::mt19937_64& rng, int64_t H, int64_t P, const std::vector<i
   int64_t MB = 1;
   for (int64_t s : seq_lens) MB = std::max(MB, (s / 4 + P - 1) / P + 1);
   const int64_t pages = R * MB;
-  Batch b{H, P, {0}, seq_lens, MB, {}, test::KCache(P, pages, P * 132 + 64), {}, {}};
+  Batch b{H, P, {0}, seq_lens, MB, {}, testing::KCache(P, pages, P * 132 + 64), {}, {}};
   for (int64_t ql : q_lens) b.qsl.push_back(b.qsl.back() + ql);
   std::vector<int64_t> perm(static_cast<size_t>(pages));
   std::iota(perm.begin(), perm.end(), 0);
@@ -54,19 +60,19 @@ Batch make_batch(std::mt19937_64& rng, int64_t H, int64_t P, const std::vector<i
         std::fill(codes.begin(), codes.end(), 0x00);
         codes[0] = static_cast<uint8_t>(0x30 + rng() % 3);
       } else {
-        for (auto& x : codes) x = test::random_code(rng);
+        for (auto& x : codes) x = testing::random_code(rng);
       }
       b.kv.set(p, e, codes.data(), std::ldexp(1.0f, static_cast<int>(rng() % 4) - 6));
     }
   b.q.resize(static_cast<size_t>(b.T() * H * 128));
-  for (auto& x : b.q) x = tie_heavy ? 0x38 : test::random_code(rng);
+  for (auto& x : b.q) x = tie_heavy ? 0x38 : testing::random_code(rng);
   b.w.resize(static_cast<size_t>(b.T() * H));
   std::uniform_real_distribution<float> wd(-0.5f, 1.0f);
   for (auto& x : b.w) x = tie_heavy ? 1.0f : wd(rng);
   return b;
 }
 
-std::vector<int32_t> run_indexer_topk(const Batch& b, TopkMode mode, const std::string& variant,
+std::vector<int32_t> run_indexer_topk(const Batch& b, TopkMode mode, const Options& o,
                                       int64_t width = K) {
   std::vector<int32_t> out(static_cast<size_t>(b.T() * width), -7);
   std::vector<int32_t> qsl32(b.qsl.begin(), b.qsl.end());
@@ -75,7 +81,7 @@ std::vector<int32_t> run_indexer_topk(const Batch& b, TopkMode mode, const std::
                TensorView(qsl32.data(), DType::I32, {b.R() + 1}),
                TensorView(b.seq_lens.data(), DType::I64, {b.R()}),
                TensorView(b.block_table.data(), DType::I64, {b.R(), b.MB}), b.kv.view(), b.P, mode,
-               TensorView(out.data(), DType::I32, {b.T(), width}), test::with_variant(variant));
+               TensorView(out.data(), DType::I32, {b.T(), width}), o);
   return out;
 }
 
@@ -83,7 +89,7 @@ std::vector<int32_t> run_indexer_topk(const Batch& b, TopkMode mode, const std::
 struct Oracle {
   std::vector<int64_t> L;             // per token
   std::vector<int64_t> request;       // per token
-  std::vector<test::ExactRow> exact;  // per token; empty for identity rows
+  std::vector<testing::ExactLogits> exact;  // per token; empty for identity rows
 };
 
 Oracle brute_force(const Batch& b) {
@@ -95,12 +101,13 @@ Oracle brute_force(const Batch& b) {
       const int64_t L = (pos + 1) / 4;
       o.L.push_back(L);
       o.request.push_back(r);
-      o.exact.push_back(
-          L <= K ? test::ExactRow{}
-                 : test::exact_row_from_cache(
-                       b.q.data() + t * b.H * 128, b.w.data() + t * b.H, b.H, b.kv,
-                       [&](int64_t m) { return b.block_table[static_cast<size_t>(r * b.MB + m)]; },
-                       L));
+      o.exact.push_back(L <= K ? testing::ExactLogits{}
+                               : testing::exact_logits(
+                                     b.q.data() + t * b.H * 128, b.w.data() + t * b.H, b.H,
+                                     b.kv.view(), b.P,
+                                     std::vector<int64_t>(b.block_table.begin() + r * b.MB,
+                                                          b.block_table.begin() + (r + 1) * b.MB),
+                                     L));
     }
   }
   return o;
@@ -113,8 +120,8 @@ void check_batch(const Batch& b) {
   const Oracle o = brute_force(b);
   int64_t long_rows = 0;
   for (TopkMode mode : {TopkMode::canonical, TopkMode::vllm}) {
-    for (const auto& variant : test::variants_of("indexer_topk")) {
-      const std::vector<int32_t> out = run_indexer_topk(b, mode, variant);
+    testing::for_each_run("indexer_topk", [&](const testing::Run& run) {
+      const std::vector<int32_t> out = run_indexer_topk(b, mode, run.options());
       for (int64_t t = 0; t < b.T(); ++t) {
         const int64_t L = o.L[static_cast<size_t>(t)], r = o.request[static_cast<size_t>(t)];
         const int32_t* row = out.data() + t * K;
@@ -123,26 +130,24 @@ void check_batch(const Batch& b) {
           continue;
         }
         ++long_rows;
-        EXPECT_TRUE(
-            test::band_rule(row, K, o.exact[static_cast<size_t>(t)], mode == TopkMode::canonical))
-            << variant << " token " << t << " L=" << L;
-        if (variant != "ref") continue;
+        EXPECT_TRUE(testing::holds(testing::band_rule_violation(
+            row, K, o.exact[static_cast<size_t>(t)], 1, mode == TopkMode::canonical)))
+            << run.label() << " token " << t << " L=" << L;
+        if (run.variant.role != Role::reference) continue;
         std::vector<float> logits(static_cast<size_t>(L));
         const std::vector<int64_t> len = {L};
         fp8_paged_mqa_logits(TensorView(b.q.data() + t * b.H * 128, DType::F8_E4M3, {1, b.H, 128}),
                              b.kv.view(), TensorView(b.w.data() + t * b.H, DType::F32, {1, b.H}),
                              TensorView(len.data(), DType::I64, {1}),
                              TensorView(b.block_table.data() + r * b.MB, DType::I64, {1, b.MB}),
-                             b.P, L, TensorView(logits.data(), DType::F32, {1, L}), 1,
-                             test::with_variant("ref"));
+                             b.P, L, TensorView(logits.data(), DType::F32, {1, L}), 1, reference());
         std::vector<int32_t> want(K);
         topk_transform_512(TensorView(logits.data(), DType::F32, {1, L}),
                            TensorView(len.data(), DType::I64, {1}), TensorView(), 1, mode,
-                           TensorView(want.data(), DType::I32, {1, K}), TensorView(),
-                           test::with_variant("ref"));
+                           TensorView(want.data(), DType::I32, {1, K}), TensorView(), reference());
         EXPECT_EQ(std::vector<int32_t>(row, row + K), want) << "token " << t;
       }
-    }
+    });
   }
   EXPECT_GT(long_rows, 0);
 }
@@ -155,23 +160,23 @@ TEST(IndexerTopk, SpecExampleShortStep) {
   const std::vector<int32_t> block_table(3 * 2, -1);
   const std::vector<uint8_t> q(8 * 1 * 128, 0x7F);
   const std::vector<float> w(8, std::numeric_limits<float>::quiet_NaN());
-  test::KCache kv(64, 1, 64 * 132);
+  testing::KCache kv(64, 1, 64 * 132);
   const std::vector<int64_t> L = {2, 75, 1, 1, 1, 1, 2, 2};
   for (TopkMode mode : {TopkMode::canonical, TopkMode::vllm}) {
-    for (const auto& variant : test::variants_of("indexer_topk")) {
+    testing::for_each_run("indexer_topk", [&](const testing::Run& run) {
       std::vector<int32_t> out(8 * 600, -7);
       indexer_topk(TensorView(q.data(), DType::F8_E4M3, {8, 1, 128}),
                    TensorView(w.data(), DType::F32, {8, 1}),
                    TensorView(qsl.data(), DType::I32, {4}),
                    TensorView(seq_lens.data(), DType::I32, {3}),
                    TensorView(block_table.data(), DType::I32, {3, 2}), kv.view(), 64, mode,
-                   TensorView(out.data(), DType::I32, {8, 600}), test::with_variant(variant));
+                   TensorView(out.data(), DType::I32, {8, 600}), run.options());
       for (int64_t t = 0; t < 8; ++t)
         for (int64_t i = 0; i < 600; ++i) {
           const int32_t want = i >= K ? -7 : i < L[static_cast<size_t>(t)] ? int32_t(i) : -1;
-          ASSERT_EQ(out[static_cast<size_t>(t * 600 + i)], want) << variant << " row " << t;
+          ASSERT_EQ(out[static_cast<size_t>(t * 600 + i)], want) << run.label() << " row " << t;
         }
-    }
+    });
   }
 }
 
@@ -200,7 +205,7 @@ TEST(IndexerTopk, TiedScores) {
 }
 
 TEST(IndexerTopk, ZeroSizeIsNoOp) {
-  test::KCache kv(64, 1, 64 * 132);
+  testing::KCache kv(64, 1, 64 * 132);
   const std::vector<int32_t> qsl = {0};
   indexer_topk(TensorView(nullptr, DType::F8_E4M3, {0, 64, 128}),
                TensorView(nullptr, DType::F32, {0, 64}), TensorView(qsl.data(), DType::I32, {1}),

@@ -6,14 +6,14 @@
 
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/errors.hpp"
-#include "test_util.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
 
 TEST(MapLocalToGlobalSlots, SpecExample) {
   // P = 4, block_table[0] = [7, 3, 9], locals [-1, 0, 5, 11] -> [-1, 28, 13, 39].
-  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
+  testing::for_each_run("map_local_to_global_slots", [&](const testing::Run& run) {
     std::vector<int64_t> local = {-1, 0, 5, 11};
     std::vector<int32_t> req = {0, 0, 0, 0};
     std::vector<int32_t> bt = {7, 3, 9};
@@ -21,10 +21,9 @@ TEST(MapLocalToGlobalSlots, SpecExample) {
     map_local_to_global_slots(TensorView(local.data(), DType::I64, {4, 1}),
                               TensorView(req.data(), DType::I32, {4}),
                               TensorView(bt.data(), DType::I32, {1, 3}), 4,
-                              TensorView(slots.data(), DType::I64, {4, 1}),
-                              test::with_variant(variant));
-    EXPECT_EQ(slots, (std::vector<int64_t>{-1, 28, 13, 39})) << variant;
-  }
+                              TensorView(slots.data(), DType::I64, {4, 1}), run.options());
+    EXPECT_EQ(slots, (std::vector<int64_t>{-1, 28, 13, 39})) << run.label();
+  });
 }
 
 TEST(MapLocalToGlobalSlots, NegativeReferencedBlockIsIndexErrorAndWritesNothing) {
@@ -52,7 +51,7 @@ TEST(MapLocalToGlobalSlots, NegativeReferencedBlockIsIndexErrorAndWritesNothing)
 
 TEST(MapLocalToGlobalSlots, AnyNegativeLocalGivesMinusOneAndIndexTypesMix) {
   // Window arithmetic produces locals below -1; every index input may be I32 or I64.
-  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
+  testing::for_each_run("map_local_to_global_slots", [&](const testing::Run& run) {
     std::vector<int32_t> local = {-7, -1, 3, 4, 0, 9};
     std::vector<int64_t> req = {1, 1, 0};
     std::vector<int64_t> bt = {5, 6, 7, 40, 41, 42};  // [2, 3]
@@ -60,35 +59,30 @@ TEST(MapLocalToGlobalSlots, AnyNegativeLocalGivesMinusOneAndIndexTypesMix) {
     map_local_to_global_slots(TensorView(local.data(), DType::I32, {3, 2}),
                               TensorView(req.data(), DType::I64, {3}),
                               TensorView(bt.data(), DType::I64, {2, 3}), 4,
-                              TensorView(slots.data(), DType::I64, {3, 2}),
-                              test::with_variant(variant));
+                              TensorView(slots.data(), DType::I64, {3, 2}), run.options());
     // row 0 (req 1): -7, -1 -> -1; row 1 (req 1): 3 -> 40·4 + 3, 4 -> 41·4 + 0;
     // row 2 (req 0): 0 -> 5·4, 9 -> 7·4 + 1.
-    EXPECT_EQ(slots, (std::vector<int64_t>{-1, -1, 163, 164, 20, 29})) << variant;
-  }
+    EXPECT_EQ(slots, (std::vector<int64_t>{-1, -1, 163, 164, 20, 29})) << run.label();
+  });
 }
 
-// Expects exception class `kind` on every variant with slots untouched; returns the message.
-std::string expect_error(const std::vector<int64_t>& local, int64_t K, const std::vector<int32_t>& req,
-                         const std::vector<int32_t>& bt, int64_t MB, int64_t P, const char* kind) {
-  std::string what;
+// Expects exception class `kind` and one message from every run, slots untouched; returns the
+// message.
+std::string expect_error(const std::vector<int64_t>& local, int64_t K,
+                         const std::vector<int32_t>& req, const std::vector<int32_t>& bt,
+                         int64_t MB, int64_t P, const char* kind) {
   const int64_t N = static_cast<int64_t>(local.size()) / K;
-  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
-    std::vector<int64_t> slots(local.size(), 777);
-    try {
-      map_local_to_global_slots(TensorView(local.data(), DType::I64, {N, K}),
-                                TensorView(req.data(), DType::I32, {static_cast<int64_t>(req.size())}),
-                                TensorView(bt.data(), DType::I32, {static_cast<int64_t>(bt.size()) / MB, MB}),
-                                P, TensorView(slots.data(), DType::I64, {N, K}),
-                                test::with_variant(variant));
-      ADD_FAILURE() << variant << ": no exception, expected " << kind;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.kind(), kind) << variant << ": " << e.what();
-      what = e.what();
-    }
-    EXPECT_EQ(slots, std::vector<int64_t>(local.size(), 777)) << variant;
-  }
-  return what;
+  std::vector<int64_t> slots(local.size(), 777);
+  return testing::expect_error(
+      "map_local_to_global_slots", kind,
+      [&](const Options& o) {
+        map_local_to_global_slots(
+            TensorView(local.data(), DType::I64, {N, K}),
+            TensorView(req.data(), DType::I32, {static_cast<int64_t>(req.size())}),
+            TensorView(bt.data(), DType::I32, {static_cast<int64_t>(bt.size()) / MB, MB}), P,
+            TensorView(slots.data(), DType::I64, {N, K}), o);
+      },
+      [&] { return testing::bytes_of(slots); });
 }
 
 TEST(MapLocalToGlobalSlots, BadInput) {
@@ -104,16 +98,16 @@ TEST(MapLocalToGlobalSlots, BadInput) {
             "column 2 beyond the table (expected column < 2)");
   expect_error({0, 5}, 2, {0}, {2147483647}, 1, int64_t{1} << 33, "IndexError");  // overflow
   // The output inside an input.
-  for (const auto& variant : test::variants_of("map_local_to_global_slots")) {
+  testing::for_each_run("map_local_to_global_slots", [&](const testing::Run& run) {
     std::vector<int64_t> buf = {0, 1, 2, 3};
     std::vector<int32_t> req = {0, 0}, bt = {3};
-    EXPECT_THROW(map_local_to_global_slots(TensorView(buf.data(), DType::I64, {2, 2}),
-                                           TensorView(req.data(), DType::I32, {2}),
-                                           TensorView(bt.data(), DType::I32, {1, 1}), 4,
-                                           TensorView(buf.data() + 2, DType::I64, {2, 1}),
-                                           test::with_variant(variant)),
-                 ShapeError);
-  }
+    EXPECT_THROW(
+        map_local_to_global_slots(TensorView(buf.data(), DType::I64, {2, 2}),
+                                  TensorView(req.data(), DType::I32, {2}),
+                                  TensorView(bt.data(), DType::I32, {1, 1}), 4,
+                                  TensorView(buf.data() + 2, DType::I64, {2, 1}), run.options()),
+        ShapeError);
+  });
 }
 
 TEST(MapLocalToGlobalSlots, ZeroSizeIsNoOp) {

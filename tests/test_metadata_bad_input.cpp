@@ -12,31 +12,7 @@
 namespace dsv4cpu {
 namespace {
 
-using test::Idx;
-using test::out_view;
-using test::runs_of;
-using test::table;
-using test::vec;
-using V64 = std::vector<int64_t>;
-using V32 = std::vector<int32_t>;
-
-// Calls f(options) for every run of `op`; each must throw E. Returns what() (the same for all).
-template <class E, class F>
-std::string throws(const std::string& op, F&& f) {
-  std::string first;
-  for (const auto& run : runs_of(op)) {
-    try {
-      f(test::with_variant(run.variant, run.threads));
-      ADD_FAILURE() << op << ": no exception from " << run.variant;
-    } catch (const E& e) {
-      if (first.empty())
-        first = e.what();
-      else
-        EXPECT_EQ(e.what(), first) << run.variant;
-    }
-  }
-  return first;
-}
+using namespace test;  // Idx, vec, table, out_view, V64, V32, kThreads, expect_error
 
 // A small valid step: decode (seq_len 10), prefill (seq_len 9, 6 tokens); T = 7.
 struct Step {
@@ -53,9 +29,10 @@ TEST(MetadataBadInput, QslMustStartAtZero) {
   const Idx qsl = vec({1, 2, 7}), seq = vec({10, 9});
   V64 pos(6, 7);
   V32 req(6, 7);
-  const std::string msg = throws<IndexError>("token_positions", [&](const Options& o) {
-    token_positions(qsl, seq, out_view(pos, {6}), out_view(req, {6}), o);
-  });
+  const std::string msg =
+      test::expect_error("token_positions", "IndexError", [&](const Options& o) {
+        token_positions(qsl, seq, out_view(pos, {6}), out_view(req, {6}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::token_positions: query_start_loc[0] = 1: does not start at 0 (expected "
             "query_start_loc[0] = 0)");
@@ -67,14 +44,15 @@ TEST(MetadataBadInput, QslMustStartAtZero) {
 TEST(MetadataBadInput, QslMustNotDecrease) {
   const Idx qsl = vec({0, 3, 2}), seq = vec({10, 9}), bt = table({{4}, {6}}, 1, -99);
   V64 slots(4, 7);
-  const std::string msg = throws<IndexError>("compressed_slot_mapping", [&](const Options& o) {
-    compressed_slot_mapping(qsl, seq, bt, 4, 64, TensorView(), out_view(slots, {4}), o);
-  });
+  const std::string msg =
+      test::expect_error("compressed_slot_mapping", "IndexError", [&](const Options& o) {
+        compressed_slot_mapping(qsl, seq, bt, 4, 64, TensorView(), out_view(slots, {4}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::compressed_slot_mapping: query_start_loc[2] = 2: decreasing (expected >= "
             "query_start_loc[1] = 3)");
   EXPECT_EQ(slots, V64(4, 7));
-  throws<IndexError>("indexer_metadata", [&](const Options& o) {
+  test::expect_error("indexer_metadata", "IndexError", [&](const Options& o) {
     indexer_metadata(qsl, seq, bt, 64, 1, out_view(slots, {4}), o);
   });
   EXPECT_EQ(slots, V64(4, 7));
@@ -86,14 +64,14 @@ TEST(MetadataBadInput, QslLengthIsRPlusOne) {
   V64 pos(7, 7);
   V32 req(7, 7);
   const Idx seq3 = vec({10, 9, 4});  // R = 2 from query_start_loc
-  throws<ShapeError>("token_positions", [&](const Options& o) {
+  test::expect_error("token_positions", "ShapeError", [&](const Options& o) {
     token_positions(qsl, seq3, out_view(pos, {7}), out_view(req, {7}), o);
   });
   EXPECT_EQ(pos, V64(7, 7));
   // Outputs of token_positions are [T] with T = query_start_loc[R].
   V64 short_pos(6, 7);
   V32 short_req(6, 7);
-  throws<ShapeError>("token_positions", [&](const Options& o) {
+  test::expect_error("token_positions", "ShapeError", [&](const Options& o) {
     token_positions(qsl, seq, out_view(short_pos, {6}), out_view(short_req, {6}), o);
   });
 }
@@ -102,9 +80,10 @@ TEST(MetadataBadInput, SeqLenShorterThanQuery) {
   const Idx qsl = vec({0, 1, 7}), seq = vec({10, 5});
   V64 pos(7, 7);
   V32 req(7, 7);
-  const std::string msg = throws<IndexError>("token_positions", [&](const Options& o) {
-    token_positions(qsl, seq, out_view(pos, {7}), out_view(req, {7}), o);
-  });
+  const std::string msg =
+      test::expect_error("token_positions", "IndexError", [&](const Options& o) {
+        token_positions(qsl, seq, out_view(pos, {7}), out_view(req, {7}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::token_positions: seq_lens[1] = 5: shorter than its request's query tokens "
             "(expected seq_len >= 6 = query_start_loc[2] - query_start_loc[1])");
@@ -116,20 +95,20 @@ TEST(MetadataBadInput, TokenToReqOutOfRange) {
   Step s;
   const Idx req = vec({0, 1, 1, 2, 1, 1, 1});
   V64 slots(7, 7), win(7 * 8, 7), c128(7 * 8, 7);
-  const std::string msg = throws<IndexError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "IndexError", [&](const Options& o) {
     slot_mapping(s.pos, req, s.bt, 64, out_view(slots, {7}), o);
   });
   EXPECT_EQ(msg,
             "dsv4cpu::slot_mapping: token_to_req[3] = 2: request index out of range (expected 0 "
             "<= token_to_req < 2)");
-  throws<IndexError>("swa_window_indices", [&](const Options& o) {
+  test::expect_error("swa_window_indices", "IndexError", [&](const Options& o) {
     swa_window_indices(s.pos, req, s.bt, 8, 64, out_view(win, {7, 8}), TensorView(), o);
   });
-  throws<IndexError>("c128a_topk_indices", [&](const Options& o) {
+  test::expect_error("c128a_topk_indices", "IndexError", [&](const Options& o) {
     c128a_topk_indices(s.pos, req, s.bt, 1024, 2, out_view(c128, {7, 8}), o);
   });
   const Idx negative = vec({0, -1, 1, 1, 1, 1, 1});
-  throws<IndexError>("slot_mapping", [&](const Options& o) {
+  test::expect_error("slot_mapping", "IndexError", [&](const Options& o) {
     slot_mapping(s.pos, negative, s.bt, 64, out_view(slots, {7}), o);
   });
   EXPECT_EQ(slots, V64(7, 7));
@@ -141,12 +120,12 @@ TEST(MetadataBadInput, NegativePosition) {
   Step s;
   const Idx pos = vec({9, 3, 4, -5, 6, 7, 8}, DType::I64);
   V64 slots(7, 7), win(7 * 4, 7);
-  const std::string msg = throws<IndexError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "IndexError", [&](const Options& o) {
     slot_mapping(pos, s.req, s.bt, 64, out_view(slots, {7}), o);
   });
   EXPECT_EQ(msg,
             "dsv4cpu::slot_mapping: positions[3] = -5: negative position (expected >= 0)");
-  throws<IndexError>("swa_window_indices", [&](const Options& o) {
+  test::expect_error("swa_window_indices", "IndexError", [&](const Options& o) {
     swa_window_indices(pos, s.req, s.bt, 4, 64, out_view(win, {7, 4}), TensorView(), o);
   });
   EXPECT_THROW(c128a_compact_width(pos), IndexError);
@@ -157,16 +136,16 @@ TEST(MetadataBadInput, NegativePosition) {
 TEST(MetadataBadInput, NumTokensPaddedBelowT) {
   Step s;
   V64 slots(6, 7);
-  const std::string msg = throws<ValueError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "ValueError", [&](const Options& o) {
     slot_mapping(s.pos, s.req, s.bt, 64, out_view(slots, {6}), o);
   });
   EXPECT_EQ(msg,
             "dsv4cpu::slot_mapping: num_tokens_padded = 6: fewer entries than tokens (expected "
             "num_tokens_padded >= T = 7)");
-  throws<ValueError>("compressed_slot_mapping", [&](const Options& o) {
+  test::expect_error("compressed_slot_mapping", "ValueError", [&](const Options& o) {
     compressed_slot_mapping(s.qsl, s.seq, s.bt, 4, 64, TensorView(), out_view(slots, {6}), o);
   });
-  throws<ValueError>("indexer_metadata", [&](const Options& o) {
+  test::expect_error("indexer_metadata", "ValueError", [&](const Options& o) {
     indexer_metadata(s.qsl, s.seq, s.bt, 64, 1, out_view(slots, {6}), o);
   });
   EXPECT_EQ(slots, V64(6, 7));
@@ -177,33 +156,33 @@ TEST(MetadataBadInput, SizesAtLeastOne) {
   V64 slots(7, 7), win(7 * 4, 7), c128(7 * 8, 7), global(0, 7), c4(7, 7);
   V32 lens(7, 7), local(7 * 128, 7);
   const Idx topk(V64(7, -1), {7, 1}, DType::I32);
-  const std::string msg = throws<ValueError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "ValueError", [&](const Options& o) {
     slot_mapping(s.pos, s.req, s.bt, 0, out_view(slots, {7}), o);
   });
   EXPECT_EQ(msg,
             "dsv4cpu::slot_mapping: block_size = 0: not a positive block size (expected "
             "block_size >= 1)");
-  throws<ValueError>("compressed_slot_mapping", [&](const Options& o) {
+  test::expect_error("compressed_slot_mapping", "ValueError", [&](const Options& o) {
     compressed_slot_mapping(s.qsl, s.seq, s.bt, 4, 0, TensorView(), out_view(slots, {7}), o);
   });
-  throws<ValueError>("swa_window_indices", [&](const Options& o) {
+  test::expect_error("swa_window_indices", "ValueError", [&](const Options& o) {
     swa_window_indices(s.pos, s.req, s.bt, 4, -1, out_view(win, {7, 4}), TensorView(), o);
   });
-  throws<ValueError>("c128a_topk_indices", [&](const Options& o) {
+  test::expect_error("c128a_topk_indices", "ValueError", [&](const Options& o) {
     c128a_topk_indices(s.pos, s.req, s.bt, 1024, 0, out_view(c128, {7, 8}), o);
   });
-  throws<ValueError>("c128a_topk_indices_compact", [&](const Options& o) {
+  test::expect_error("c128a_topk_indices_compact", "ValueError", [&](const Options& o) {
     c128a_topk_indices_compact(s.pos, s.req, s.bt, 0, out_view(c128, {7, 8}), o);
   });
-  throws<ValueError>("c128a_decode_metadata", [&](const Options& o) {
+  test::expect_error("c128a_decode_metadata", "ValueError", [&](const Options& o) {
     c128a_decode_metadata(s.pos, s.req, s.bt, 1024, 0, 0, TensorView(), out_view(global, {0, 128}),
                           out_view(lens, {0}), out_view(local, {7, 128}), o);
   });
-  throws<ValueError>("c4a_global_topk_indices", [&](const Options& o) {
+  test::expect_error("c4a_global_topk_indices", "ValueError", [&](const Options& o) {
     c4a_global_topk_indices(topk, s.req, s.bt, 0, TensorView(), out_view(c4, {7, 1}),
                             out_view(lens, {7}), o);
   });
-  throws<ValueError>("indexer_metadata", [&](const Options& o) {
+  test::expect_error("indexer_metadata", "ValueError", [&](const Options& o) {
     indexer_metadata(s.qsl, s.seq, s.bt, 0, 1, out_view(slots, {7}), o);
   });
   EXPECT_EQ(slots, V64(7, 7));
@@ -218,18 +197,19 @@ TEST(MetadataBadInput, NegativeReferencedBlockTableEntry) {
   Step s;
   const Idx bt = table({{4}, {-3}}, 1, -99);
   V64 slots(7, 7), win(7 * 4, 7), csm(7, 7);
-  const std::string msg = throws<IndexError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "IndexError", [&](const Options& o) {
     slot_mapping(s.pos, s.req, bt, 64, out_view(slots, {7}), o);
   });
   EXPECT_EQ(msg,
             "dsv4cpu::slot_mapping: block_table[1, 0] = -3: negative block id referenced by "
             "positions[1] = 3 (expected >= 0)");
-  throws<IndexError>("swa_window_indices", [&](const Options& o) {
+  test::expect_error("swa_window_indices", "IndexError", [&](const Options& o) {
     swa_window_indices(s.pos, s.req, bt, 4, 64, out_view(win, {7, 4}), TensorView(), o);
   });
-  const std::string cmsg = throws<IndexError>("compressed_slot_mapping", [&](const Options& o) {
-    compressed_slot_mapping(s.qsl, s.seq, bt, 4, 64, TensorView(), out_view(csm, {7}), o);
-  });
+  const std::string cmsg =
+      test::expect_error("compressed_slot_mapping", "IndexError", [&](const Options& o) {
+        compressed_slot_mapping(s.qsl, s.seq, bt, 4, 64, TensorView(), out_view(csm, {7}), o);
+      });
   EXPECT_EQ(cmsg,
             "dsv4cpu::compressed_slot_mapping: block_table[1, 0] = -3: negative block id "
             "referenced by seq_lens[1] = 9 at token 1 (position 3) (expected >= 0)");
@@ -245,7 +225,7 @@ TEST(MetadataBadInput, BlockTableColumnBeyondTable) {
   Step s;
   const Idx pos = vec({9, 3, 4, 5, 6, 70, 8}, DType::I64);
   V64 slots(7, 7);
-  const std::string msg = throws<IndexError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "IndexError", [&](const Options& o) {
     slot_mapping(pos, s.req, s.bt, 64, out_view(slots, {7}), o);
   });
   EXPECT_EQ(msg,
@@ -260,17 +240,19 @@ TEST(MetadataBadInput, C128aPrefixReportsFirstTokenAndColumn) {
   const Idx pos = vec({200, 300, 1000}, DType::I64), req = vec({0, 0, 0});
   const Idx bt = table({{5, -1, 7}}, 3, -99);
   V64 idx(3 * 8, 7);
-  const std::string msg = throws<IndexError>("c128a_topk_indices", [&](const Options& o) {
-    c128a_topk_indices(pos, req, bt, 1024, 1, out_view(idx, {3, 8}), o);
-  });
+  const std::string msg =
+      test::expect_error("c128a_topk_indices", "IndexError", [&](const Options& o) {
+        c128a_topk_indices(pos, req, bt, 1024, 1, out_view(idx, {3, 8}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::c128a_topk_indices: block_table[0, 1] = -1: negative block id referenced "
             "by positions[1] = 300 (expected >= 0)");
   // With a sound row of 3 columns, token 2 (n = 7) is the first token needing column 3.
   const Idx short_bt = table({{5, 6, 7}}, 3, -99);
-  const std::string beyond = throws<IndexError>("c128a_topk_indices", [&](const Options& o) {
-    c128a_topk_indices(pos, req, short_bt, 1024, 1, out_view(idx, {3, 8}), o);
-  });
+  const std::string beyond =
+      test::expect_error("c128a_topk_indices", "IndexError", [&](const Options& o) {
+        c128a_topk_indices(pos, req, short_bt, 1024, 1, out_view(idx, {3, 8}), o);
+      });
   EXPECT_EQ(beyond,
             "dsv4cpu::c128a_topk_indices: positions[2] = 1000: references block-table column 3 "
             "beyond the table (expected column < 3)");
@@ -282,22 +264,23 @@ TEST(MetadataBadInput, UnreferencedEntriesAreNeverChecked) {
   // column 1, so there is no error and the slots come from columns 0 and 2.
   const Idx topk({4, 0, -1, 5, 1, -1}, {2, 3}, DType::I32), req = vec({0, 0});
   const Idx bt = table({{5, -1, 7}}, 3, -99);
-  for (const auto& run : runs_of("c4a_global_topk_indices")) {
+  testing::for_each_run("c4a_global_topk_indices", test::kThreads, [&](const testing::Run& run) {
     V64 idx(6, 7);
     V32 lens(2, 7);
     c4a_global_topk_indices(topk, req, bt, 2, TensorView(), out_view(idx, {2, 3}),
-                            out_view(lens, {2}), test::with_variant(run.variant, run.threads));
-    EXPECT_EQ(idx, (V64{14, 10, -1, 15, 11, -1})) << run.variant;
-    EXPECT_EQ(lens, (V32{2, 2})) << run.variant;
-  }
+                            out_view(lens, {2}), run.options());
+    EXPECT_EQ(idx, (V64{14, 10, -1, 15, 11, -1})) << run.label();
+    EXPECT_EQ(lens, (V32{2, 2})) << run.label();
+  });
   // The same row read at local 2 (column 1) fails there.
   const Idx topk_bad({4, 2}, {1, 2}, DType::I64), req1 = vec({0});
   V64 idx(2, 7);
   V32 lens(1, 7);
-  const std::string msg = throws<IndexError>("c4a_global_topk_indices", [&](const Options& o) {
-    c4a_global_topk_indices(topk_bad, req1, bt, 2, TensorView(), out_view(idx, {1, 2}),
-                            out_view(lens, {1}), o);
-  });
+  const std::string msg =
+      test::expect_error("c4a_global_topk_indices", "IndexError", [&](const Options& o) {
+        c4a_global_topk_indices(topk_bad, req1, bt, 2, TensorView(), out_view(idx, {1, 2}),
+                                out_view(lens, {1}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::c4a_global_topk_indices: block_table[0, 1] = -1: negative block id "
             "referenced by topk_indices[0, 1] = 2 (expected >= 0)");
@@ -308,9 +291,9 @@ TEST(MetadataBadInput, UnreferencedEntriesAreNeverChecked) {
 
 TEST(MetadataBadInput, SplitThresholdNonNegative) {
   const Idx qsl = vec({0, 1});
-  const std::string msg = throws<ValueError>("split_decodes_and_prefills", [&](const Options& o) {
-    split_decodes_and_prefills(qsl, -1, o);
-  });
+  const std::string msg =
+      test::expect_error("split_decodes_and_prefills", "ValueError",
+                         [&](const Options& o) { split_decodes_and_prefills(qsl, -1, o); });
   EXPECT_EQ(msg,
             "dsv4cpu::split_decodes_and_prefills: threshold = -1: negative threshold (expected "
             "threshold >= 0)");
@@ -319,18 +302,19 @@ TEST(MetadataBadInput, SplitThresholdNonNegative) {
 TEST(MetadataBadInput, CompressedSlotMappingRatioAndOwnSlots) {
   Step s;
   V64 slots(7, 7);
-  const std::string msg = throws<ValueError>("compressed_slot_mapping", [&](const Options& o) {
-    compressed_slot_mapping(s.qsl, s.seq, s.bt, 8, 64, TensorView(), out_view(slots, {7}), o);
-  });
+  const std::string msg =
+      test::expect_error("compressed_slot_mapping", "ValueError", [&](const Options& o) {
+        compressed_slot_mapping(s.qsl, s.seq, s.bt, 8, 64, TensorView(), out_view(slots, {7}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::compressed_slot_mapping: compress_ratio = 8: unsupported compress ratio "
             "(expected 4 or 128)");
   const Idx own_short = vec({0, 0, 0, 0, 0, 0});
-  throws<ShapeError>("compressed_slot_mapping", [&](const Options& o) {
+  test::expect_error("compressed_slot_mapping", "ShapeError", [&](const Options& o) {
     compressed_slot_mapping(s.qsl, s.seq, s.bt, 4, 64, own_short, out_view(slots, {7}), o);
   });
   const Idx own_bad = vec({0, 0, -2, 0, 0, 0, 0});
-  throws<IndexError>("compressed_slot_mapping", [&](const Options& o) {
+  test::expect_error("compressed_slot_mapping", "IndexError", [&](const Options& o) {
     compressed_slot_mapping(s.qsl, s.seq, s.bt, 4, 64, own_bad, out_view(slots, {7}), o);
   });
   EXPECT_EQ(slots, V64(7, 7));
@@ -339,9 +323,10 @@ TEST(MetadataBadInput, CompressedSlotMappingRatioAndOwnSlots) {
 TEST(MetadataBadInput, SwaWindowAtLeastOne) {
   Step s;
   V64 win(0, 7);
-  const std::string msg = throws<ValueError>("swa_window_indices", [&](const Options& o) {
-    swa_window_indices(s.pos, s.req, s.bt, 0, 64, out_view(win, {7, 0}), TensorView(), o);
-  });
+  const std::string msg =
+      test::expect_error("swa_window_indices", "ValueError", [&](const Options& o) {
+        swa_window_indices(s.pos, s.req, s.bt, 0, 64, out_view(win, {7, 0}), TensorView(), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::swa_window_indices: window = 0: not a positive window (expected window >= "
             "1)");
@@ -351,19 +336,20 @@ TEST(MetadataBadInput, C128aMaxModelLen) {
   Step s;
   V64 idx(7 * 8, 7), global(128, 7);
   V32 lens(1, 7), local(6 * 128, 7);
-  throws<ValueError>("c128a_topk_indices", [&](const Options& o) {
+  test::expect_error("c128a_topk_indices", "ValueError", [&](const Options& o) {
     c128a_topk_indices(s.pos, s.req, s.bt, 0, 2, out_view(idx, {7, 0}), o);
   });
   EXPECT_THROW(c128a_topk_width(0), ValueError);
   EXPECT_THROW(c128a_decode_max_width(-3), ValueError);
   // positions[t] < max_model_len: position 9 with max_model_len 9.
-  const std::string msg = throws<IndexError>("c128a_topk_indices", [&](const Options& o) {
-    c128a_topk_indices(s.pos, s.req, s.bt, 9, 2, out_view(idx, {7, 1}), o);
-  });
+  const std::string msg =
+      test::expect_error("c128a_topk_indices", "IndexError", [&](const Options& o) {
+        c128a_topk_indices(s.pos, s.req, s.bt, 9, 2, out_view(idx, {7, 1}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::c128a_topk_indices: positions[0] = 9: not below max_model_len (expected "
             "position < max_model_len = 9)");
-  throws<IndexError>("c128a_decode_metadata", [&](const Options& o) {
+  test::expect_error("c128a_decode_metadata", "IndexError", [&](const Options& o) {
     c128a_decode_metadata(s.pos, s.req, s.bt, 9, 2, 1, TensorView(), out_view(global, {1, 128}),
                           out_view(lens, {1}), out_view(local, {6, 128}), o);
   });
@@ -377,25 +363,30 @@ TEST(MetadataBadInput, C128aWidths) {
   const Idx pos = vec({300, 10}, DType::I64), req = vec({0, 0}), bt = table({{1, 2}}, 2, -99);
   V64 idx(2, 7), global(256, 7);
   V32 lens(2, 7), local(256, 7);
-  const std::string msg = throws<IndexError>("c128a_topk_indices_compact", [&](const Options& o) {
-    c128a_topk_indices_compact(pos, req, bt, 2, out_view(idx, {2, 1}), o);
-  });
+  const std::string msg =
+      test::expect_error("c128a_topk_indices_compact", "IndexError", [&](const Options& o) {
+        c128a_topk_indices_compact(pos, req, bt, 2, out_view(idx, {2, 1}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::c128a_topk_indices_compact: positions[0] = 300: more completed C128A "
             "entries than the row width (expected (position + 1) / 128 <= 1)");
-  throws<ShapeError>("c128a_decode_metadata", [&](const Options& o) {  // not a multiple of 128
+  test::expect_error("c128a_decode_metadata", "ShapeError", [&](const Options& o) {  // not a
+                                                                                     // multiple of
+                                                                                     // 128
     c128a_decode_metadata(pos, req, bt, 1024, 2, 1, TensorView(), out_view(global, {1, 100}),
                           out_view(lens, {1}), out_view(local, {1, 100}), o);
   });
-  throws<ShapeError>("c128a_decode_metadata", [&](const Options& o) {  // beyond Wmax = 128
+  test::expect_error("c128a_decode_metadata", "ShapeError", [&](const Options& o) {  // beyond Wmax
+                                                                                     // = 128
     c128a_decode_metadata(pos, req, bt, 1024, 2, 1, TensorView(), out_view(global, {1, 256}),
                           out_view(lens, {1}), out_view(local, {1, 256}), o);
   });
-  throws<IndexError>("c128a_decode_metadata", [&](const Options& o) {  // n = 2 > W = 0
+  test::expect_error("c128a_decode_metadata", "IndexError", [&](const Options& o) {  // n = 2 > W =
+                                                                                     // 0
     c128a_decode_metadata(pos, req, bt, 1024, 2, 1, TensorView(), out_view(global, {1, 0}),
                           out_view(lens, {1}), out_view(local, {1, 0}), o);
   });
-  throws<ValueError>("c128a_decode_metadata", [&](const Options& o) {  // nd > T
+  test::expect_error("c128a_decode_metadata", "ValueError", [&](const Options& o) {  // nd > T
     c128a_decode_metadata(pos, req, bt, 1024, 2, 3, TensorView(), out_view(global, {3, 128}),
                           out_view(lens, {3}), out_view(local, {0, 128}), o);
   });
@@ -410,18 +401,20 @@ TEST(MetadataBadInput, C4aTopkEntriesAtLeastMinusOne) {
   const Idx bt = table({{3}}, 1, -99);
   V64 idx(4, 7);
   V32 lens(2, 7);
-  const std::string msg = throws<IndexError>("c4a_global_topk_indices", [&](const Options& o) {
-    c4a_global_topk_indices(topk, req, bt, 64, TensorView(), out_view(idx, {2, 2}),
-                            out_view(lens, {2}), o);
-  });
+  const std::string msg =
+      test::expect_error("c4a_global_topk_indices", "IndexError", [&](const Options& o) {
+        c4a_global_topk_indices(topk, req, bt, 64, TensorView(), out_view(idx, {2, 2}),
+                                out_view(lens, {2}), o);
+      });
   EXPECT_EQ(msg,
             "dsv4cpu::c4a_global_topk_indices: topk_indices[1, 0] = -2: negative index other "
             "than -1 (expected -1 or >= 0)");
   const Idx bt_neg = table({{-4}}, 1, -99), topk_ok({0, -1, -1, 1}, {2, 2}, DType::I32);
-  const std::string bmsg = throws<IndexError>("c4a_global_topk_indices", [&](const Options& o) {
-    c4a_global_topk_indices(topk_ok, req, bt_neg, 64, TensorView(), out_view(idx, {2, 2}),
-                            out_view(lens, {2}), o);
-  });
+  const std::string bmsg =
+      test::expect_error("c4a_global_topk_indices", "IndexError", [&](const Options& o) {
+        c4a_global_topk_indices(topk_ok, req, bt_neg, 64, TensorView(), out_view(idx, {2, 2}),
+                                out_view(lens, {2}), o);
+      });
   EXPECT_EQ(bmsg,
             "dsv4cpu::c4a_global_topk_indices: block_table[0, 0] = -4: negative block id "
             "referenced by topk_indices[0, 0] = 0 (expected >= 0)");
@@ -432,22 +425,27 @@ TEST(MetadataBadInput, C4aTopkEntriesAtLeastMinusOne) {
 TEST(MetadataBadInput, SplitIndexerPrefillChunksRules) {
   const Idx n = vec({10, 20}), m = vec({3, 4});
   const std::string op = "split_indexer_prefill_chunks";
-  const std::string msg = throws<ValueError>(op, [&](const Options& o) {
+  const std::string msg = test::expect_error(op, "ValueError", [&](const Options& o) {
     split_indexer_prefill_chunks(n, m, 0, 1024, 0, o);
   });
   EXPECT_EQ(msg,
             "dsv4cpu::split_indexer_prefill_chunks: workspace = 0: not a positive size "
             "(expected workspace >= 1)");
-  throws<ValueError>(op, [&](const Options& o) { split_indexer_prefill_chunks(n, m, 10, 3, 0, o); });
-  throws<ValueError>(op, [&](const Options& o) { split_indexer_prefill_chunks(n, m, 10, 8, -1, o); });
+  test::expect_error(op, "ValueError",
+                     [&](const Options& o) { split_indexer_prefill_chunks(n, m, 10, 3, 0, o); });
+  test::expect_error(op, "ValueError",
+                     [&](const Options& o) { split_indexer_prefill_chunks(n, m, 10, 8, -1, o); });
   const Idx n_bad = vec({10, -1}), m_bad = vec({3, 0});
-  throws<IndexError>(op, [&](const Options& o) { split_indexer_prefill_chunks(n_bad, m, 10, 8, 0, o); });
-  const std::string qmsg = throws<IndexError>(
-      op, [&](const Options& o) { split_indexer_prefill_chunks(n, m_bad, 10, 8, 0, o); });
+  test::expect_error(op, "IndexError", [&](const Options& o) {
+    split_indexer_prefill_chunks(n_bad, m, 10, 8, 0, o);
+  });
+  const std::string qmsg = test::expect_error(op, "IndexError", [&](const Options& o) {
+    split_indexer_prefill_chunks(n, m_bad, 10, 8, 0, o);
+  });
   EXPECT_EQ(qmsg,
             "dsv4cpu::split_indexer_prefill_chunks: query_lens[1] = 0: empty prefill query "
             "(expected >= 1)");
-  throws<ShapeError>(op, [&](const Options& o) {
+  test::expect_error(op, "ShapeError", [&](const Options& o) {
     split_indexer_prefill_chunks(n, vec({3}), 10, 8, 0, o);
   });
 }
@@ -455,12 +453,12 @@ TEST(MetadataBadInput, SplitIndexerPrefillChunksRules) {
 TEST(MetadataBadInput, IndexerMetadataNextNAndInt32) {
   Step s;
   V64 slots(7, 7);
-  throws<ValueError>("indexer_metadata", [&](const Options& o) {
+  test::expect_error("indexer_metadata", "ValueError", [&](const Options& o) {
     indexer_metadata(s.qsl, s.seq, s.bt, 64, 0, out_view(slots, {7}), o);
   });
   // compressed_seq_lens are I32: seq_len / 4 must fit.
   const Idx seq = vec({10, int64_t{1} << 34}, DType::I64);
-  throws<IndexError>("indexer_metadata", [&](const Options& o) {
+  test::expect_error("indexer_metadata", "IndexError", [&](const Options& o) {
     indexer_metadata(s.qsl, seq, s.bt, 64, 1, out_view(slots, {7}), o);
   });
   EXPECT_EQ(slots, V64(7, 7));
@@ -469,17 +467,18 @@ TEST(MetadataBadInput, IndexerMetadataNextNAndInt32) {
 TEST(MetadataBadInput, ShapesDtypesAndOverlap) {
   Step s;
   V32 slots32(7, 7);
-  throws<ShapeError>("slot_mapping", [&](const Options& o) {  // slot_mapping must be I64
-    slot_mapping(s.pos, s.req, s.bt, 64, out_view(slots32, {7}), o);
-  });
+  test::expect_error("slot_mapping", "ShapeError",
+                     [&](const Options& o) {  // slot_mapping must be I64
+                       slot_mapping(s.pos, s.req, s.bt, 64, out_view(slots32, {7}), o);
+                     });
   V64 win(7 * 4, 7);
-  throws<ShapeError>("swa_window_indices", [&](const Options& o) {  // width != window
+  test::expect_error("swa_window_indices", "ShapeError", [&](const Options& o) {  // width != window
     swa_window_indices(s.pos, s.req, s.bt, 5, 64, out_view(win, {7, 4}), TensorView(), o);
   });
   // An output aliasing an input.
   V64 pos = {9, 3, 4, 5, 6, 7, 8};
   const TensorView pos_v(pos.data(), DType::I64, {7});
-  const std::string msg = throws<ShapeError>("slot_mapping", [&](const Options& o) {
+  const std::string msg = test::expect_error("slot_mapping", "ShapeError", [&](const Options& o) {
     slot_mapping(pos_v, s.req, s.bt, 64, pos_v, o);
   });
   EXPECT_EQ(msg,
@@ -488,7 +487,8 @@ TEST(MetadataBadInput, ShapesDtypesAndOverlap) {
   EXPECT_EQ(pos, (V64{9, 3, 4, 5, 6, 7, 8}));
   V64 idx(7 * 4, 7);
   V32 lens(7, 7);
-  throws<ShapeError>("swa_window_indices", [&](const Options& o) {  // lens inside indices
+  test::expect_error("swa_window_indices", "ShapeError", [&](const Options& o) {  // lens inside
+                                                                                  // indices
     swa_window_indices(s.pos, s.req, s.bt, 4, 64, out_view(idx, {7, 4}),
                        TensorView(idx.data(), DType::I32, {7}), o);
   });
@@ -499,15 +499,15 @@ TEST(MetadataBadInput, CheckOrderScalarsThenShapesThenElements) {
   const Idx pos = vec({-1, 3}, DType::I64), req = vec({0, 5}), bt = table({{-1}}, 1, -99);
   V64 slots(1, 7);
   // (a) block_size before (b) the too-short output before (d) positions and token_to_req.
-  throws<ValueError>("slot_mapping", [&](const Options& o) {
+  test::expect_error("slot_mapping", "ValueError", [&](const Options& o) {
     slot_mapping(pos, req, bt, 0, out_view(slots, {1}), o);
   });
-  const std::string b = throws<ValueError>("slot_mapping", [&](const Options& o) {
+  const std::string b = test::expect_error("slot_mapping", "ValueError", [&](const Options& o) {
     slot_mapping(pos, req, bt, 64, out_view(slots, {1}), o);
   });
   EXPECT_NE(b.find("num_tokens_padded"), std::string::npos) << b;
   V64 ok(2, 7);
-  const std::string d = throws<IndexError>("slot_mapping", [&](const Options& o) {
+  const std::string d = test::expect_error("slot_mapping", "IndexError", [&](const Options& o) {
     slot_mapping(pos, req, bt, 64, out_view(ok, {2}), o);
   });
   EXPECT_NE(d.find("positions[0] = -1"), std::string::npos) << d;
@@ -521,32 +521,32 @@ TEST(MetadataBadInput, ZeroSizeNoOps) {
   const Idx bt0(V64{}, {0, 4}), bt1 = table({{-1}}, 1, -1);
   const Idx qsl_empty_reqs = vec({0, 0, 0}), seq_empty_reqs = vec({5, 0});
   const Idx bt2 = table({{-1}, {-1}}, 1, -1);
-  for (const auto& run : runs_of("token_positions")) {
-    const Options o = test::with_variant(run.variant, run.threads);
+  testing::for_each_run("token_positions", test::kThreads, [&](const testing::Run& run) {
+    const Options o = run.options();
     token_positions(qsl0, seq0, TensorView(nullptr, DType::I64, {0}),
                     TensorView(nullptr, DType::I32, {0}), o);
     token_positions(qsl_empty_reqs, seq_empty_reqs, TensorView(nullptr, DType::I64, {0}),
                     TensorView(nullptr, DType::I32, {0}), o);
-  }
-  for (const auto& run : runs_of("slot_mapping")) {
+  });
+  testing::for_each_run("slot_mapping", test::kThreads, [&](const testing::Run& run) {
     V64 pad(2, 7);
-    slot_mapping(empty_pos, empty_req, bt1, 64, out_view(pad, {2}),
-                 test::with_variant(run.variant, run.threads));
+    slot_mapping(empty_pos, empty_req, bt1, 64, out_view(pad, {2}), run.options());
     EXPECT_EQ(pad, V64(2, -1));  // only padding
-  }
+  });
   const DecodePrefillSplit s = split_decodes_and_prefills(qsl0, 1);
   EXPECT_EQ(s.num_decodes + s.num_prefills + s.num_decode_tokens + s.num_prefill_tokens, 0);
-  for (const auto& run : runs_of("compressed_slot_mapping"))
+  testing::for_each_run("compressed_slot_mapping", test::kThreads, [&](const testing::Run& run) {
     compressed_slot_mapping(qsl_empty_reqs, seq_empty_reqs, bt2, 4, 64, TensorView(),
-                            TensorView(nullptr, DType::I64, {0}),
-                            test::with_variant(run.variant, run.threads));
-  for (const auto& run : runs_of("swa_window_indices"))
-    swa_window_indices(empty_pos, empty_req, bt0, 128, 64, TensorView(nullptr, DType::I64, {0, 128}),
-                       TensorView(nullptr, DType::I32, {0}),
-                       test::with_variant(run.variant, run.threads));
+                            TensorView(nullptr, DType::I64, {0}), run.options());
+  });
+  testing::for_each_run("swa_window_indices", test::kThreads, [&](const testing::Run& run) {
+    swa_window_indices(empty_pos, empty_req, bt0, 128, 64,
+                       TensorView(nullptr, DType::I64, {0, 128}),
+                       TensorView(nullptr, DType::I32, {0}), run.options());
+  });
   EXPECT_EQ(c128a_compact_width(empty_pos), 0);
-  for (const auto& run : runs_of("c128a_topk_indices")) {
-    const Options o = test::with_variant(run.variant, run.threads);
+  testing::for_each_run("c128a_topk_indices", test::kThreads, [&](const testing::Run& run) {
+    const Options o = run.options();
     c128a_topk_indices(empty_pos, empty_req, bt0, 1024, 2, TensorView(nullptr, DType::I64, {0, 8}),
                        o);
     c128a_topk_indices_compact(empty_pos, empty_req, bt0, 2,
@@ -555,20 +555,19 @@ TEST(MetadataBadInput, ZeroSizeNoOps) {
                           TensorView(nullptr, DType::I64, {0, 128}),
                           TensorView(nullptr, DType::I32, {0}),
                           TensorView(nullptr, DType::I32, {0, 128}), o);
-  }
-  for (const auto& run : runs_of("c4a_global_topk_indices"))
+  });
+  testing::for_each_run("c4a_global_topk_indices", test::kThreads, [&](const testing::Run& run) {
     c4a_global_topk_indices(Idx(V64{}, {0, 512}), empty_req, bt0, 64, TensorView(),
                             TensorView(nullptr, DType::I64, {0, 512}),
-                            TensorView(nullptr, DType::I32, {0}),
-                            test::with_variant(run.variant, run.threads));
-  for (const auto& run : runs_of("indexer_metadata")) {
+                            TensorView(nullptr, DType::I32, {0}), run.options());
+  });
+  testing::for_each_run("indexer_metadata", test::kThreads, [&](const testing::Run& run) {
     const IndexerMetadata m = indexer_metadata(qsl0, seq0, bt0, 64, 1,
-                                               TensorView(nullptr, DType::I64, {0}),
-                                               test::with_variant(run.variant, run.threads));
+                                               TensorView(nullptr, DType::I64, {0}), run.options());
     EXPECT_FALSE(m.decode.has_value());
     EXPECT_FALSE(m.prefill.has_value());
     EXPECT_TRUE(m.compressed_seq_lens.empty());
-  }
+  });
   EXPECT_TRUE(split_indexer_prefill_chunks(vec({}), vec({}), 1, 4, 0).empty());
 }
 

@@ -13,11 +13,7 @@
 namespace dsv4cpu {
 namespace {
 
-using test::Idx;
-using test::out_view;
-using test::runs_of;
-using V64 = std::vector<int64_t>;
-using V32 = std::vector<int32_t>;
+using namespace test;  // Idx, vec, table, out_view, V64, V32, kThreads, expect_error
 
 constexpr int64_t kUnread = -99;
 
@@ -100,22 +96,21 @@ TEST(MetadataRandom, TokenPositionsAndSplit) {
     int64_t f = b.R;
     for (int64_t r = b.R - 1; r >= 0; --r)
       if (b.qsl[r + 1] - b.qsl[r] > b.tau) f = r;
-    for (const auto& run : runs_of("token_positions")) {
+    testing::for_each_run("token_positions", test::kThreads, [&](const testing::Run& run) {
       V64 pos(b.T, 7);
       V32 req(b.T, 7);
-      token_positions(qsl, seq, out_view(pos, {b.T}), out_view(req, {b.T}),
-                      test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(pos, b.positions) << run.variant << " batch " << it;
-      ASSERT_EQ(req, req32) << run.variant << " batch " << it;
-    }
-    for (const auto& run : runs_of("split_decodes_and_prefills")) {
-      const DecodePrefillSplit s =
-          split_decodes_and_prefills(qsl, b.tau, test::with_variant(run.variant, run.threads));
-      EXPECT_EQ(s.num_decodes, f);
-      EXPECT_EQ(s.num_prefills, b.R - f);
-      EXPECT_EQ(s.num_decode_tokens, b.qsl[f]);
-      EXPECT_EQ(s.num_prefill_tokens, b.T - b.qsl[f]);
-    }
+      token_positions(qsl, seq, out_view(pos, {b.T}), out_view(req, {b.T}), run.options());
+      ASSERT_EQ(pos, b.positions) << run.label() << " batch " << it;
+      ASSERT_EQ(req, req32) << run.label() << " batch " << it;
+    });
+    testing::for_each_run(
+        "split_decodes_and_prefills", test::kThreads, [&](const testing::Run& run) {
+          const DecodePrefillSplit s = split_decodes_and_prefills(qsl, b.tau, run.options());
+          EXPECT_EQ(s.num_decodes, f);
+          EXPECT_EQ(s.num_prefills, b.R - f);
+          EXPECT_EQ(s.num_decode_tokens, b.qsl[f]);
+          EXPECT_EQ(s.num_prefill_tokens, b.T - b.qsl[f]);
+        });
   }
 }
 
@@ -129,12 +124,11 @@ TEST(MetadataRandom, SlotMapping) {
     const int64_t padded = b.T + rng.uniform(0, 3);
     V64 expected(padded, -1);
     for (int64_t t = 0; t < b.T; ++t) expected[t] = slot_of(bt, b.token_to_req[t], b.positions[t], P);
-    for (const auto& run : runs_of("slot_mapping")) {
+    testing::for_each_run("slot_mapping", test::kThreads, [&](const testing::Run& run) {
       V64 out(padded, 7);
-      slot_mapping(pos, req, bt_v, P, out_view(out, {padded}),
-                   test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(out, expected) << run.variant << " batch " << it << " P " << P;
-    }
+      slot_mapping(pos, req, bt_v, P, out_view(out, {padded}), run.options());
+      ASSERT_EQ(out, expected) << run.label() << " batch " << it << " P " << P;
+    });
   }
 }
 
@@ -157,13 +151,12 @@ TEST(MetadataRandom, CompressedSlotMapping) {
       if ((p + 1) % ratio == 0 && !(with_own && own[t] == -1))
         expected[t] = slot_of(bt, b.token_to_req[t], p / ratio, P);
     }
-    for (const auto& run : runs_of("compressed_slot_mapping")) {
+    testing::for_each_run("compressed_slot_mapping", test::kThreads, [&](const testing::Run& run) {
       V64 out(padded, 7);
       compressed_slot_mapping(qsl, seq, bt_v, ratio, P, with_own ? own_v.view() : TensorView(),
-                              out_view(out, {padded}),
-                              test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(out, expected) << run.variant << " batch " << it;
-    }
+                              out_view(out, {padded}), run.options());
+      ASSERT_EQ(out, expected) << run.label() << " batch " << it;
+    });
   }
 }
 
@@ -184,18 +177,17 @@ TEST(MetadataRandom, SwaWindowIndices) {
         expected[t * W + o] = slot_of(bt, b.token_to_req[t], q, P);
       expected_lens[t] = static_cast<int32_t>(o);
     }
-    for (const auto& run : runs_of("swa_window_indices")) {
+    testing::for_each_run("swa_window_indices", test::kThreads, [&](const testing::Run& run) {
       V64 out(b.T * W, 7);
       V32 lens(b.T, 7);
       const bool with_lens = rng.chance(0.7);
       swa_window_indices(pos, req, bt_v, W, P, out_view(out, {b.T, W}),
-                         with_lens ? out_view(lens, {b.T}) : TensorView(),
-                         test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(out, expected) << run.variant << " batch " << it;
+                         with_lens ? out_view(lens, {b.T}) : TensorView(), run.options());
+      ASSERT_EQ(out, expected) << run.label() << " batch " << it;
       if (with_lens) {
-        ASSERT_EQ(lens, expected_lens) << run.variant;
+        ASSERT_EQ(lens, expected_lens) << run.label();
       }
-    }
+    });
   }
 }
 
@@ -226,18 +218,18 @@ TEST(MetadataRandom, C128aBothForms) {
     const V64 full = expected_rows(Wc);
     const int64_t Wcompact = longest + rng.uniform(0, 2);
     const V64 compact = expected_rows(Wcompact);
-    for (const auto& run : runs_of("c128a_topk_indices")) {
+    testing::for_each_run("c128a_topk_indices", test::kThreads, [&](const testing::Run& run) {
       V64 out(b.T * Wc, 7);
-      c128a_topk_indices(pos, req, bt_v, mml, P, out_view(out, {b.T, Wc}),
-                         test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(out, full) << run.variant << " batch " << it;
-    }
-    for (const auto& run : runs_of("c128a_topk_indices_compact")) {
-      V64 out(b.T * Wcompact, 7);
-      c128a_topk_indices_compact(pos, req, bt_v, P, out_view(out, {b.T, Wcompact}),
-                                 test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(out, compact) << run.variant << " batch " << it;
-    }
+      c128a_topk_indices(pos, req, bt_v, mml, P, out_view(out, {b.T, Wc}), run.options());
+      ASSERT_EQ(out, full) << run.label() << " batch " << it;
+    });
+    testing::for_each_run("c128a_topk_indices_compact", test::kThreads,
+                          [&](const testing::Run& run) {
+                            V64 out(b.T * Wcompact, 7);
+                            c128a_topk_indices_compact(
+                                pos, req, bt_v, P, out_view(out, {b.T, Wcompact}), run.options());
+                            ASSERT_EQ(out, compact) << run.label() << " batch " << it;
+                          });
     // GPU form: decode tokens [0, nd) global rows and lens, prefill local rows.
     const int64_t nd = rng.uniform(0, b.T);
     const int64_t Wmax = (Wc + 127) / 128 * 128;
@@ -253,17 +245,16 @@ TEST(MetadataRandom, C128aBothForms) {
       lens[t] = static_cast<int32_t>(with_own && own[t] < 0 ? 0 : n[t]);
     for (int64_t t = nd; t < b.T; ++t)
       for (int64_t o = 0; o < n[t]; ++o) local[(t - nd) * Wa + o] = static_cast<int32_t>(o);
-    for (const auto& run : runs_of("c128a_decode_metadata")) {
+    testing::for_each_run("c128a_decode_metadata", test::kThreads, [&](const testing::Run& run) {
       V64 g(nd * Wa, 7);
       V32 l(nd, 7), pl((b.T - nd) * Wa, 7);
       c128a_decode_metadata(pos, req, bt_v, mml, P, nd, with_own ? own_v.view() : TensorView(),
-                            out_view(g, {nd, Wa}), out_view(l, {nd}),
-                            out_view(pl, {b.T - nd, Wa}),
-                            test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(g, global) << run.variant << " batch " << it;
-      ASSERT_EQ(l, lens) << run.variant;
-      ASSERT_EQ(pl, local) << run.variant;
-    }
+                            out_view(g, {nd, Wa}), out_view(l, {nd}), out_view(pl, {b.T - nd, Wa}),
+                            run.options());
+      ASSERT_EQ(g, global) << run.label() << " batch " << it;
+      ASSERT_EQ(l, lens) << run.label();
+      ASSERT_EQ(pl, local) << run.label();
+    });
   }
 }
 
@@ -294,15 +285,14 @@ TEST(MetadataRandom, C4aGlobalTopkIndices) {
         if (l >= 0 && !(with_own && own[t] == -1)) ++expected_lens[t];
       }
     }
-    for (const auto& run : runs_of("c4a_global_topk_indices")) {
+    testing::for_each_run("c4a_global_topk_indices", test::kThreads, [&](const testing::Run& run) {
       V64 out(b.T * K, 7);
       V32 lens(b.T, 7);
       c4a_global_topk_indices(topk_v, req, bt_v, P, with_own ? own_v.view() : TensorView(),
-                              out_view(out, {b.T, K}), out_view(lens, {b.T}),
-                              test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(out, expected) << run.variant << " batch " << it;
-      ASSERT_EQ(lens, expected_lens) << run.variant;
-    }
+                              out_view(out, {b.T, K}), out_view(lens, {b.T}), run.options());
+      ASSERT_EQ(out, expected) << run.label() << " batch " << it;
+      ASSERT_EQ(lens, expected_lens) << run.label();
+    });
   }
 }
 
@@ -325,11 +315,11 @@ void check_indexer_metadata(Rng& rng, const Batch& b, int64_t next_n, const std:
     csl.push_back(static_cast<int32_t>(b.seq[r] / 4));
     max_seq = std::max(max_seq, b.seq[r]);
   }
-  for (const auto& run : runs_of("indexer_metadata")) {
+  testing::for_each_run("indexer_metadata", test::kThreads, [&](const testing::Run& run) {
     V64 out(padded, 7);
-    const IndexerMetadata m = indexer_metadata(qsl, seq, bt_v, P, next_n, out_view(out, {padded}),
-                                               test::with_variant(run.variant, run.threads));
-    const std::string at = what + " " + run.variant + " threads " + std::to_string(run.threads);
+    const IndexerMetadata m =
+        indexer_metadata(qsl, seq, bt_v, P, next_n, out_view(out, {padded}), run.options());
+    const std::string at = what + " " + run.label();
     ASSERT_EQ(out, slots) << at;
     EXPECT_EQ(m.max_seq_len, max_seq) << at;
     EXPECT_EQ(m.compressed_seq_lens, csl) << at;
@@ -356,7 +346,7 @@ void check_indexer_metadata(Rng& rng, const Batch& b, int64_t next_n, const std:
       EXPECT_EQ(m.decode->decode_seq_lens, dsl) << at;
     }
     ASSERT_EQ(m.prefill.has_value(), nd < b.R) << at;
-    if (nd == b.R) continue;
+    if (nd == b.R) return;
     const IndexerPrefillChunk& c = *m.prefill;
     V32 cu = {0}, ks, ke, token_req, token_to_seq;
     for (int64_t r = nd; r < b.R; ++r) cu.push_back(cu.back() + csl[r]);
@@ -380,7 +370,7 @@ void check_indexer_metadata(Rng& rng, const Batch& b, int64_t next_n, const std:
     EXPECT_EQ(c.cu_seqlen_ke, ke) << at;
     EXPECT_EQ(c.token_req, token_req) << at;
     EXPECT_EQ(c.token_to_seq, token_to_seq) << at;
-  }
+  });
 }
 
 TEST(MetadataRandom, IndexerMetadata) {
@@ -408,24 +398,22 @@ TEST(MetadataRandom, LargeStepThreaded) {
   b.T = b.qsl.back();
   check_indexer_metadata(rng, b, 1, "large step");
   const Idx qsl = rng.vec(b.qsl), seq = rng.vec(b.seq);
-  for (const auto& run : runs_of("token_positions")) {
+  testing::for_each_run("token_positions", test::kThreads, [&](const testing::Run& run) {
     V64 pos(b.T, 7);
     V32 req(b.T, 7);
-    token_positions(qsl, seq, out_view(pos, {b.T}), out_view(req, {b.T}),
-                    test::with_variant(run.variant, run.threads));
-    ASSERT_EQ(pos, b.positions) << run.variant;
-    ASSERT_EQ(req, V32(b.token_to_req.begin(), b.token_to_req.end())) << run.variant;
-  }
+    token_positions(qsl, seq, out_view(pos, {b.T}), out_view(req, {b.T}), run.options());
+    ASSERT_EQ(pos, b.positions) << run.label();
+    ASSERT_EQ(req, V32(b.token_to_req.begin(), b.token_to_req.end())) << run.label();
+  });
   const Table bt = random_table(rng, columns_for(b, 1, 16));
   const Idx bt_v = table_view(rng, bt), pos = rng.vec(b.positions), req = rng.vec(b.token_to_req);
   V64 expected(b.T);
   for (int64_t t = 0; t < b.T; ++t) expected[t] = slot_of(bt, b.token_to_req[t], b.positions[t], 16);
-  for (const auto& run : runs_of("slot_mapping")) {
+  testing::for_each_run("slot_mapping", test::kThreads, [&](const testing::Run& run) {
     V64 out(b.T, 7);
-    slot_mapping(pos, req, bt_v, 16, out_view(out, {b.T}),
-                 test::with_variant(run.variant, run.threads));
-    ASSERT_EQ(out, expected) << run.variant;
-  }
+    slot_mapping(pos, req, bt_v, 16, out_view(out, {b.T}), run.options());
+    ASSERT_EQ(out, expected) << run.label();
+  });
 }
 
 TEST(MetadataRandom, SplitIndexerPrefillChunks) {
@@ -460,28 +448,18 @@ TEST(MetadataRandom, SplitIndexerPrefillChunks) {
         expected.push_back({start + offset, i + offset, qa, std::min(qa + step, M)});
     }
     const Idx n_v = rng.vec(n), m_v = rng.vec(m);
-    for (const auto& run : runs_of("split_indexer_prefill_chunks")) {
-      const auto chunks = split_indexer_prefill_chunks(n_v, m_v, workspace, bytes, offset,
-                                                       test::with_variant(run.variant, run.threads));
-      ASSERT_EQ(chunks.size(), expected.size()) << "case " << it;
-      for (size_t c = 0; c < chunks.size(); ++c) {
-        EXPECT_EQ(chunks[c].req_start, expected[c][0]);
-        EXPECT_EQ(chunks[c].req_end, expected[c][1]);
-        EXPECT_EQ(chunks[c].q_start, expected[c][2]);
-        EXPECT_EQ(chunks[c].q_end, expected[c][3]);
-      }
-    }
-  }
-}
-
-TEST(MetadataRandom, EveryOpHasRefLastAndOptFirst) {
-  for (const char* op : {"token_positions", "slot_mapping", "compressed_slot_mapping",
-                         "swa_window_indices", "c128a_topk_indices", "c128a_topk_indices_compact",
-                         "c128a_decode_metadata", "c4a_global_topk_indices", "indexer_metadata"}) {
-    const auto v = test::variants_of(op);
-    ASSERT_EQ(v.size(), 2u) << op;
-    EXPECT_EQ(v.front(), "opt") << op;
-    EXPECT_EQ(v.back(), "ref") << op;
+    testing::for_each_run(
+        "split_indexer_prefill_chunks", test::kThreads, [&](const testing::Run& run) {
+          const auto chunks =
+              split_indexer_prefill_chunks(n_v, m_v, workspace, bytes, offset, run.options());
+          ASSERT_EQ(chunks.size(), expected.size()) << "case " << it;
+          for (size_t c = 0; c < chunks.size(); ++c) {
+            EXPECT_EQ(chunks[c].req_start, expected[c][0]);
+            EXPECT_EQ(chunks[c].req_end, expected[c][1]);
+            EXPECT_EQ(chunks[c].q_start, expected[c][2]);
+            EXPECT_EQ(chunks[c].q_end, expected[c][3]);
+          }
+        });
   }
 }
 

@@ -1,13 +1,18 @@
-// Helpers of the metadata builder tests: index arrays of either dtype, output buffers.
+// Helpers of the metadata builder tests: index arrays of either dtype, output buffers, the runs.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "dsv4cpu/metadata.hpp"
 #include "dsv4cpu/tensor.hpp"
-#include "test_util.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu::test {
+
+using V64 = std::vector<int64_t>;
+using V32 = std::vector<int32_t>;
 
 // An index input held as I32 or I64.
 class Idx {
@@ -55,16 +60,13 @@ inline TensorView out_view(std::vector<int32_t>& v, std::initializer_list<int64_
   return TensorView(v.data(), DType::I32, shape);
 }
 
-// Every available variant of `op`, each with 1 and 2 threads.
-struct Run {
-  std::string variant;
-  int threads;
-};
-inline std::vector<Run> runs_of(const std::string& op) {
-  std::vector<Run> out;
-  for (const auto& v : variants_of(op))
-    for (int threads : {1, 2}) out.push_back({v, threads});
-  return out;
+// The metadata tests run every variant with 1 and 2 threads.
+inline const testing::Plan kThreads{true, std::nullopt, true, {1, 2}};
+
+// testing::expect_error on those runs.
+inline std::string expect_error(const std::string& op, const char* kind,
+                                const std::function<void(const Options&)>& call) {
+  return testing::expect_error(op, kind, call, {}, kThreads);
 }
 
 }  // namespace dsv4cpu::test

@@ -12,8 +12,8 @@
 
 #include "dsv4cpu/indexer.hpp"
 #include "reference/indexer.hpp"
-#include "test_indexer_oracle.hpp"
-#include "test_util.hpp"
+#include "testing/caches.hpp"
+#include "testing/gtest.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -52,7 +52,7 @@ TEST(TopkTransform512, SpecCanonicalExamplesPadded) {
       {{kNaN, 1, 2, 3, 4, kNaN, 6, 0.5f}, {6, 4, 3, 2}},
       {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {9, 8, 7, 6}},
   };
-  for (const auto& variant : test::variants_of("topk_transform_512")) {
+  testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
     for (const auto& [head, want] : examples) {
       std::vector<float> scores = head;
       scores.resize(head.size() + 508, kInf);
@@ -62,18 +62,18 @@ TEST(TopkTransform512, SpecCanonicalExamplesPadded) {
       topk_transform_512(TensorView(scores.data(), DType::F32, {1, L}),
                          TensorView(seq_lens.data(), DType::I32, {1}), TensorView(), 1,
                          TopkMode::canonical, TensorView(raw.data(), DType::I32, {1, 512}),
-                         TensorView(), test::with_variant(variant));
+                         TensorView(), run.options());
       for (int i = 0; i < 508; ++i)
         ASSERT_EQ(raw[static_cast<size_t>(i)], static_cast<int32_t>(head.size()) + i);
-      EXPECT_EQ(std::vector<int32_t>(raw.begin() + 508, raw.end()), want) << variant;
+      EXPECT_EQ(std::vector<int32_t>(raw.begin() + 508, raw.end()), want) << run.label();
     }
-  }
+  });
 }
 
 // §5.6 page transform: page_size 64, page_table [5, 7, 2]; raw 3 -> 323, 64 -> 448, 130 -> 130,
 // −1 -> −1 (a short row L = 131 gives raw = identity, so every one of these raws occurs).
 TEST(TopkTransform512, SpecPageTransformExample) {
-  for (const auto& variant : test::variants_of("topk_transform_512")) {
+  testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
     std::vector<float> scores(200, 0.0f);
     const std::vector<int64_t> seq_lens = {131}, page_table = {5, 7, 2, -1};
     std::vector<int32_t> raw(512, -7), pages(512, -7);
@@ -81,15 +81,15 @@ TEST(TopkTransform512, SpecPageTransformExample) {
                        TensorView(seq_lens.data(), DType::I64, {1}),
                        TensorView(page_table.data(), DType::I64, {1, 4}), 64, TopkMode::vllm,
                        TensorView(raw.data(), DType::I32, {1, 512}),
-                       TensorView(pages.data(), DType::I32, {1, 512}), test::with_variant(variant));
+                       TensorView(pages.data(), DType::I32, {1, 512}), run.options());
     EXPECT_EQ(raw[3], 3);
-    EXPECT_EQ(pages[3], 323) << variant;
+    EXPECT_EQ(pages[3], 323) << run.label();
     EXPECT_EQ(pages[64], 448);
     EXPECT_EQ(pages[130], 130);
     EXPECT_EQ(raw[131], -1);
     EXPECT_EQ(pages[131], -1);
     EXPECT_EQ(pages[511], -1);
-  }
+  });
 }
 
 // §5.2: rows with L <= 512 are identity rows in both modes; scores are not read (NaN here), and
@@ -99,21 +99,20 @@ TEST(TopkTransform512, ShortRowsAreIdentity) {
   const std::vector<float> scores(B * S, kNaN);
   const std::vector<int32_t> seq_lens = {0, 1, 511, 512};
   for (TopkMode mode : {TopkMode::canonical, TopkMode::vllm}) {
-    for (const auto& variant : test::variants_of("topk_transform_512")) {
+    testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
       std::vector<int32_t> raw(B * W, -7);
       topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
                          TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 4, mode,
-                         TensorView(raw.data(), DType::I32, {B, W}), TensorView(),
-                         test::with_variant(variant));
+                         TensorView(raw.data(), DType::I32, {B, W}), TensorView(), run.options());
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t i = 0; i < W; ++i) {
           const int32_t want = i >= 512                               ? -7
                                : i < seq_lens[static_cast<size_t>(b)] ? int32_t(i)
                                                                       : -1;
-          ASSERT_EQ(raw[static_cast<size_t>(b * W + i)], want) << variant << " row " << b;
+          ASSERT_EQ(raw[static_cast<size_t>(b * W + i)], want) << run.label() << " row " << b;
         }
       }
-    }
+    });
   }
 }
 
@@ -160,23 +159,23 @@ void check_canonical_against_sort(const char* op, int64_t K, uint64_t seed) {
     scores.insert(scores.end(), row.begin(), row.end());
     seq_lens.push_back(b == 0 ? S : K + 1 + static_cast<int64_t>(rng() % (S - K)));
   }
-  for (const auto& variant : test::variants_of(op)) {
+  testing::for_each_run(op, [&](const testing::Run& run) {
     std::vector<int32_t> raw(static_cast<size_t>(B * W), -7);
     const TensorView sv(scores.data(), DType::F32, {B, S}), lv(seq_lens.data(), DType::I64, {B}),
         rv(raw.data(), DType::I32, {B, W});
     if (K == 512)
       topk_transform_512(sv, lv, TensorView(), 1, TopkMode::canonical, rv, TensorView(),
-                         test::with_variant(variant));
+                         run.options());
     else
-      topk_transform_1024(sv, lv, TensorView(), 1, rv, TensorView(), test::with_variant(variant));
+      topk_transform_1024(sv, lv, TensorView(), 1, rv, TensorView(), run.options());
     for (int64_t b = 0; b < B; ++b) {
       const std::vector<float> row(scores.begin() + b * S, scores.begin() + (b + 1) * S);
       const std::vector<int32_t> got(raw.begin() + b * W, raw.begin() + b * W + K);
       EXPECT_EQ(got, sorted_prefix(row, seq_lens[static_cast<size_t>(b)], K))
-          << op << " " << variant << " row " << b;
+          << op << " " << run.label() << " row " << b;
       EXPECT_EQ(raw[static_cast<size_t>(b * W + K)], -7);  // past column K: untouched
     }
-  }
+  });
 }
 
 TEST(TopkTransform512, CanonicalAgainstFullSort) {
@@ -218,19 +217,19 @@ TEST(TopkTransform512, VllmAgainstStdHeap) {
     scores.insert(scores.end(), row.begin(), row.end());
     seq_lens.push_back(b == 0 ? 513 : static_cast<int32_t>(513 + rng() % (S - 512)));
   }
-  for (const auto& variant : test::variants_of("topk_transform_512")) {
+  testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
     std::vector<int32_t> raw(B * 512, -7);
     topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
                        TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 1,
                        TopkMode::vllm, TensorView(raw.data(), DType::I32, {B, 512}), TensorView(),
-                       test::with_variant(variant));
+                       run.options());
     for (int64_t b = 0; b < B; ++b) {
       const std::vector<float> row(scores.begin() + b * S, scores.begin() + (b + 1) * S);
       const std::vector<int32_t> got(raw.begin() + b * 512, raw.begin() + (b + 1) * 512);
       EXPECT_EQ(got, std_heap_select(row, seq_lens[static_cast<size_t>(b)]))
-          << variant << " row " << b;
+          << run.label() << " row " << b;
     }
-  }
+  });
 }
 
 // §5.5 through the public op on selected rows: page_indices agree with the formula applied to
@@ -271,7 +270,7 @@ TEST(TopkTransform512, PageTransformOfSelectedRows) {
 TEST(TopkTransform512, ModeText) {
   EXPECT_EQ(parse_topk_mode("topk_transform_512", "canonical"), TopkMode::canonical);
   EXPECT_EQ(parse_topk_mode("topk_transform_512", "vllm"), TopkMode::vllm);
-  EXPECT_TRUE(test::throws_exactly<ValueError>(
+  EXPECT_TRUE(testing::throws_exactly<ValueError>(
       [] { parse_topk_mode("topk_transform_512", "heap"); },
       "dsv4cpu::topk_transform_512: mode = heap: unknown mode (expected canonical or vllm)"));
 }
@@ -293,16 +292,16 @@ TEST(ShortContextTopk, IdentityRows) {
   const std::vector<int64_t> positions = {0, 2, 3, 7, 9, 2050};
   const std::vector<int64_t> lens = {0, 0, 1, 2, 2, 512};
   const int64_t T = 6, W = 513;
-  for (const auto& variant : test::variants_of("short_context_topk")) {
+  testing::for_each_run("short_context_topk", [&](const testing::Run& run) {
     std::vector<int32_t> out(T * W, -7);
     short_context_topk(TensorView(positions.data(), DType::I64, {T}),
-                       TensorView(out.data(), DType::I32, {T, W}), test::with_variant(variant));
+                       TensorView(out.data(), DType::I32, {T, W}), run.options());
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < W; ++i) {
         const int32_t want = i == 512 ? -7 : i < lens[static_cast<size_t>(t)] ? int32_t(i) : -1;
-        ASSERT_EQ(out[static_cast<size_t>(t * W + i)], want) << variant << " row " << t;
+        ASSERT_EQ(out[static_cast<size_t>(t * W + i)], want) << run.label() << " row " << t;
       }
-  }
+  });
 }
 
 }  // namespace

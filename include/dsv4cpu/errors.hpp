@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "dsv4cpu/export.hpp"
+
 namespace dsv4cpu {
 
 // what() is "dsv4cpu::<op>: <message>"; the message follows bad-input.md §2, e.g.
 // "gather_slots[3, 7] = 4096: slot beyond the state cache (expected ...)".
-class Error : public std::invalid_argument {
+class DSV4CPU_API Error : public std::invalid_argument {
  public:
   Error(std::string op, std::string argument, std::vector<int64_t> index, std::string value,
         const std::string& message);
@@ -27,25 +29,25 @@ class Error : public std::invalid_argument {
 };
 
 // Missing array, dtype, rank, shape, stride, overlap.
-class ShapeError : public Error {
+class DSV4CPU_API ShapeError : public Error {
  public:
   using Error::Error;
   const char* kind() const noexcept override { return "ShapeError"; }
 };
 // Index, slot, position, block id or length out of range; duplicate write slot; int32 overflow.
-class IndexError : public Error {
+class DSV4CPU_API IndexError : public Error {
  public:
   using Error::Error;
   const char* kind() const noexcept override { return "IndexError"; }
 };
 // Scalar argument outside its domain.
-class ValueError : public Error {
+class DSV4CPU_API ValueError : public Error {
  public:
   using Error::Error;
   const char* kind() const noexcept override { return "ValueError"; }
 };
 // NaN or ±inf where a finite value is required.
-class NonFiniteError : public ValueError {
+class DSV4CPU_API NonFiniteError : public ValueError {
  public:
   using ValueError::ValueError;
   const char* kind() const noexcept override { return "NonFiniteError"; }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "dsv4cpu/export.hpp"
+
 namespace dsv4cpu {
 
 inline uint32_t f32_bits(float x) noexcept {
@@ -163,7 +165,7 @@ inline void rope_pair(float e, float o, float c, float s, float* e_out, float* o
 
 // §9: sets the SSE/AVX control word to round-to-nearest-even with FTZ and DAZ off for the scope
 // of an operation, and restores the caller's word on exit (exceptions included).
-class FpEnvGuard {
+class DSV4CPU_API FpEnvGuard {
  public:
   FpEnvGuard() noexcept;
   ~FpEnvGuard();

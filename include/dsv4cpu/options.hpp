@@ -32,7 +32,7 @@ enum class Role : uint8_t { reference, optimized };
 
 // The registry, as seen by users and tools: every op and its variants in order of preference.
 struct VariantInfo {
-  std::string name;      // "ref", "hwy", ...
+  std::string name;  // "ref", "hwy", ...
   Role role = Role::reference;
   bool available = false;  // this CPU and OS can run it
   // Dispatch: a Highway variant runs on the best Highway target compiled in and supported (every

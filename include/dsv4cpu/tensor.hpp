@@ -6,13 +6,16 @@
 #include <initializer_list>
 #include <string>
 
+#include "dsv4cpu/export.hpp"
+
 namespace dsv4cpu {
 
 enum class DType : uint8_t { F32, BF16, F8_E4M3, U8, I32, I64 };
 
-const char* dtype_name(DType d) noexcept;  // "F32", "BF16", "F8_E4M3", "U8", "I32", "I64"
-size_t dtype_size(DType d) noexcept;
-bool is_index_dtype(DType d) noexcept;  // I32 or I64
+// "F32", "BF16", "F8_E4M3", "U8", "I32", "I64"
+DSV4CPU_API const char* dtype_name(DType d) noexcept;
+DSV4CPU_API size_t dtype_size(DType d) noexcept;
+DSV4CPU_API bool is_index_dtype(DType d) noexcept;  // I32 or I64
 
 inline constexpr int kMaxRank = 4;
 
@@ -20,7 +23,7 @@ inline constexpr int kMaxRank = 4;
 // view is "absent" (an optional argument that was not given). Construction checks that the rank
 // is in [0, kMaxRank], extents and strides are non-negative and a non-empty view has data;
 // violations throw ShapeError naming the op "TensorView".
-class TensorView {
+class DSV4CPU_API TensorView {
  public:
   TensorView() = default;
   // C-contiguous view.

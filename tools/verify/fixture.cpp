@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 namespace dsv4cpu::verify {
 
@@ -15,6 +16,12 @@ const std::set<std::string> kRunnerKeys = {"format", "op", "description", "compa
 
 ArrayRef ref_of(const Tensor& t) { return {t.dtype, t.shape, t.bytes.data()}; }
 
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -22,6 +29,47 @@ std::string shape_text(const std::vector<int64_t>& s) {
 }
 
 }  // namespace
+
+Tolerance parse_compare(const std::string& text) {
+  Tolerance t;
+  if (trim(text) == "exact") {
+    t.exact = true;
+    return t;
+  }
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = trim(text.substr(pos, comma - pos));
+    pos = comma + 1;
+    if (item.empty()) {
+      if (comma == text.size()) break;
+      throw std::invalid_argument("empty item");
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("'" + item + "' is not key=value");
+    const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
+      throw std::invalid_argument(key + " = '" + value + "' is not a non-negative number");
+    const bool integral = v == std::floor(v) && v <= 1e6;
+    if (key == "fp8_step" || key == "bf16_ulp" || key == "scale_step") {
+      if (!integral) throw std::invalid_argument(key + " = '" + value + "' is not an integer");
+      (key == "fp8_step"   ? t.fp8_step
+       : key == "bf16_ulp" ? t.bf16_ulp
+                           : t.scale_step) = static_cast<int>(v);
+    } else if (key == "rtol") {
+      t.rtol = v;
+    } else if (key == "atol") {
+      t.atol = v;
+    } else if (key == "bound_factor") {
+      t.bound_factor = v;
+    } else {
+      throw std::invalid_argument("unknown key '" + key + "'");
+    }
+  }
+  return t;
+}
 
 TensorView make_view(const std::string& name, void* data, DType dtype,
                      const std::vector<int64_t>& shape) {
@@ -167,7 +215,7 @@ Verdict Case::check(const Tolerance& tol) const {
       continue;  // only the expected.* tensors present are compared
     }
     const ArrayRef got{b.dtype, b.shape, b.bytes.data()};
-    Verdict v = tol.exact || !b.cmp ? compare_exact(b.name, got, ref_of(*want))
+    Verdict v = tol.exact || !b.cmp ? testing::compare_exact(b.name, got, ref_of(*want))
                                     : b.cmp(b.name, got, ref_of(*want), tol);
     if (!v.pass) return v;
     verdicts.emplace_back(b.name, std::move(v));

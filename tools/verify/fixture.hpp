@@ -13,10 +13,19 @@
 #include <vector>
 
 #include "dsv4cpu/tensor.hpp"
-#include "tools/verify/compare.hpp"
+#include "testing/contracts.hpp"
 #include "tools/verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
+
+using testing::ArrayRef;
+using testing::Tolerance;
+using testing::Verdict;
+
+// The `compare` metadata override (fixtures.md): "exact" or "key=value,..." (fp8_step, bf16_ulp,
+// scale_step, rtol, atol, bound_factor). Unset keys keep the op's default contract. Throws
+// std::invalid_argument naming the bad key or value.
+Tolerance parse_compare(const std::string& text);
 
 // A problem of the fixture itself, found by the verifier (not raised by the library).
 class FixtureError : public std::runtime_error {

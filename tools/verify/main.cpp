@@ -122,8 +122,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths;
   bool list = false;
   app.add_option("--impl", impl,
-                 "reference: variant \"ref\"; optimized: the preferred variant (the reference "
-                 "when the op has no other); all: every available variant")
+                 "reference: the reference variant; optimized: the preferred variant (the "
+                 "reference when the op has no other); all: every available variant, a Highway "
+                 "variant on every Highway target compiled in")
       ->check(CLI::IsMember({"reference", "optimized", "all"}))
       ->capture_default_str();
   app.add_option("--report", reports, "write a report: json FILE or junit FILE (repeatable)")

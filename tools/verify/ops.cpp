@@ -2,14 +2,20 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/indexer.hpp"
 #include "dsv4cpu/metadata.hpp"
+#include "testing/cache_compare.hpp"
+#include "testing/oracle.hpp"
 
 namespace dsv4cpu::verify {
 
 namespace {
+
+using testing::compare_exact;
+using testing::layout_mismatch;
 
 // ---- shared helpers ----
 
@@ -56,15 +62,10 @@ TensorView state_cache_view(Case& c, const TensorView& v, int64_t row_floats) {
 }
 
 Verdict fp8_codes(const std::string& n, const ArrayRef& g, const ArrayRef& w, const Tolerance& t) {
-  return compare_fp8_codes(n, g, w, t);
+  return testing::compare_fp8_codes(n, g, w, t);
 }
 Verdict f32_rel(const std::string& n, const ArrayRef& g, const ArrayRef& w, const Tolerance& t) {
-  return compare_f32_rel(n, g, w, t);
-}
-
-// fp8_paged_mqa_logits and indexer_topk read keys of an indexer K cache [pages, page_bytes].
-KeyCache key_cache(const TensorView& kv_cache, int64_t block_size, int64_t heads) {
-  return {kv_cache.ptr<const uint8_t>(), kv_cache.size(1), block_size, kv_cache.size(0), heads};
+  return testing::compare_f32_rel(n, g, w, t);
 }
 
 std::vector<int64_t> index_row(const TensorView& table, int64_t r) {
@@ -137,13 +138,13 @@ void run_compress(Case& c, const Options& o) {
   const int64_t W = extent(gather, 1);
   const int64_t row = (r == 4 || r == 128) && W % r == 0 ? 2 * (W / r) * head : 0;
   const TensorView state = state_cache_view(c, c.input("state_cache"), row);
-  const EntryLayout layout = kIndexer ? EntryLayout::indexer_k : EntryLayout::fp8_ds_mla;
-  const TensorView cache = c.inout(
-      "kv_cache", [=](const std::string& n, const ArrayRef& g, const ArrayRef& w,
-                      const Tolerance& t) {
-        return compare_compressed_cache(n, g, w, layout, P, emitted_slots(positions, kv_slots, r),
-                                        t);
-      });
+  const testing::EntryLayout layout =
+      kIndexer ? testing::EntryLayout::indexer_k : testing::EntryLayout::fp8_ds_mla;
+  const TensorView cache = c.inout("kv_cache", [=](const std::string& n, const ArrayRef& g,
+                                                   const ArrayRef& w, const Tolerance& t) {
+    return testing::compare_compressed_cache(n, g, w, layout, P,
+                                             emitted_slots(positions, kv_slots, r), t);
+  });
   const ScaleClamp sc = parse_scale_clamp(op, clamp);
   if (kIndexer)
     compress_norm_rope_store_indexer(state, gather, positions, kv_slots, weight, table, cache, eps,
@@ -186,19 +187,24 @@ void run_fp8_paged_mqa_logits(Case& c, const Options& o) {
   const auto cmp = [=](const std::string& n, const ArrayRef& g, const ArrayRef& w,
                        const Tolerance& t) -> Verdict {
     if (std::string m = layout_mismatch(n, g, w); !m.empty()) return {false, m};
-    const KeyCache kc = key_cache(cache, P, q.size(q.rank() - 2));
-    std::vector<LogitsRow> lrows;
+    const int64_t H = q.size(q.rank() - 2);
+    std::vector<testing::ExactLogits> exact;
     for (int64_t rho = 0; rho < rows; ++rho) {
       const int64_t b = rho / next_n, j = rho % next_n;
       const int64_t L = seq_lens.rank() == 2
                             ? seq_lens.index_at({b, j})
                             : std::max<int64_t>(0, seq_lens.index_at({b}) - next_n + j + 1);
-      lrows.push_back({q.ptr<const uint8_t>() + rho * kc.H * 128,
-                       weights.ptr<const float>() + rho * kc.H, L, index_row(page_table, b)});
+      try {
+        exact.push_back(testing::exact_logits(q.ptr<const uint8_t>() + rho * H * 128,
+                                              weights.ptr<const float>() + rho * H, H, cache, P,
+                                              index_row(page_table, b), L));
+      } catch (const std::out_of_range& e) {
+        return {false, "logits row " + std::to_string(rho) + ": " + e.what() + " (page table)"};
+      }
     }
-    return compare_logits(kc, lrows, reinterpret_cast<const float*>(g.data),
-                          reinterpret_cast<const float*>(w.data), w.shape[1],
-                          t.bound_factor.value_or(2));
+    return testing::compare_logits(exact, reinterpret_cast<const float*>(g.data),
+                                   reinterpret_cast<const float*>(w.data), w.shape[1],
+                                   t.bound_factor.value_or(2));
   };
   fp8_paged_mqa_logits(q, cache, weights, seq_lens, page_table, P, S,
                        c.output("logits", DType::F32, {rows, plausible(S)}, cmp), next_n, o);
@@ -243,7 +249,7 @@ Verdict indexer_topk_compare(const TensorView& q, const TensorView& weights,
   bool short_step = true;
   for (int64_t r = 0; r < R; ++r) short_step = short_step && seq_lens.index_at({r}) / 4 <= 512;
   if (short_step) return compare_exact(n, g, w);
-  const KeyCache kc = key_cache(cache, P, q.size(1));
+  const int64_t H = q.size(1);
   const double factor = t.bound_factor.value_or(1);
   const auto* got = reinterpret_cast<const int32_t*>(g.data);
   const auto* want = reinterpret_cast<const int32_t*>(w.data);
@@ -267,17 +273,19 @@ Verdict indexer_topk_compare(const TensorView& q, const TensorView& weights,
       }
       ++banded;
       ++differing;
-      const LogitsRow lr{q.ptr<const uint8_t>() + tok * kc.H * 128,
-                         weights.ptr<const float>() + tok * kc.H, L, index_row(table, r)};
-      std::vector<double> X(static_cast<size_t>(L)), B(static_cast<size_t>(L));
-      for (int64_t j = 0; j < L; ++j) {
-        if (!exact_logit(kc, lr, j, &X[static_cast<size_t>(j)], &B[static_cast<size_t>(j)]))
-          return {false, row + ": key " + std::to_string(j) + " outside the paged cache"};
-        B[static_cast<size_t>(j)] *= factor;
+      testing::ExactLogits exact;
+      try {
+        exact = testing::exact_logits(q.ptr<const uint8_t>() + tok * H * 128,
+                                      weights.ptr<const float>() + tok * H, H, cache, P,
+                                      index_row(table, r), L);
+      } catch (const std::out_of_range& e) {
+        return {false, row + ": " + e.what()};
       }
-      if (std::string v = band_rule_violation(gr, L, X, B, canonical); !v.empty())
+      if (std::string v = testing::band_rule_violation(gr, 512, exact, factor, canonical);
+          !v.empty())
         return {false, row + " (L = " + std::to_string(L) + "): " + v};
-      if (std::string v = band_rule_violation(wr, L, X, B, canonical); !v.empty())
+      if (std::string v = testing::band_rule_violation(wr, 512, exact, factor, canonical);
+          !v.empty())
         return {false, "expected." + row + " (L = " + std::to_string(L) +
                            ") violates the band rule itself: " + v};
     }

@@ -1,9 +1,11 @@
 #include "tools/verify/runner.hpp"
 
+#include <optional>
 #include <stdexcept>
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
+#include "testing/runs.hpp"
 #include "tools/verify/fixture.hpp"
 #include "tools/verify/ops.hpp"
 #include "tools/verify/safetensors.hpp"
@@ -14,10 +16,10 @@ namespace {
 
 constexpr const char* kFormat = "dsv4cpu-fixture/1";
 
-// One call of the op: how to select the variant, and its label.
+// One call of the op: an enumerated run (--impl all), or the selection by `impl`; and its label.
 struct Planned {
   Impl impl = Impl::best;
-  std::string variant;  // explicit registry name, or empty
+  std::optional<testing::Run> run;
   std::string label;
 };
 
@@ -27,11 +29,11 @@ std::vector<Planned> plan(const std::string& op, ImplMode mode) {
   for (const OpInfo& i : ops)
     if (i.name == op) info = &i;
   const Impl impl = mode == ImplMode::reference ? Impl::reference : Impl::optimized;
-  if (info == nullptr || info->variants.empty()) return {{impl, "", "(unregistered)"}};
-  if (mode == ImplMode::all) {
+  if (info == nullptr || info->variants.empty()) return {{impl, {}, "(unregistered)"}};
+  if (mode == ImplMode::all) {  // every Highway target, every available variant
     std::vector<Planned> out;
-    for (const VariantInfo& v : info->variants)
-      if (v.available) out.push_back({Impl::best, v.name, variant_label(v.name, v.target)});
+    for (const testing::Run& run : testing::runs(op).runs)
+      out.push_back({Impl::best, run, run.label()});
     return out;
   }
   Options o;
@@ -43,9 +45,9 @@ std::vector<Planned> plan(const std::string& op, ImplMode mode) {
     if (mode == ImplMode::optimized && v.name == info->variants.back().name)
       label += info->variants.size() == 1 ? " (no optimized variant)"
                                           : " (no optimized variant available)";
-    return {{impl, "", label}};
+    return {{impl, {}, label}};
   }
-  return {{impl, "", chosen}};
+  return {{impl, {}, chosen}};
 }
 
 // bad-input.md §2: the class named by expected_error, or a subclass of it.
@@ -70,10 +72,11 @@ CaseResult run_once(const SafetensorsFile& file, const OpAdapter& adapter, const
   Case c(file);
   bool raised = false;
   try {
-    Options o;
+    Options o = p.run ? p.run->options() : Options{};
     o.impl = p.impl;
-    o.variant = p.variant;
     o.check_finite = c.boolean("check_finite", true);
+    std::optional<testing::ScopedTarget> target;
+    if (p.run) target.emplace(*p.run);
     adapter.run(c, o);
   } catch (const FixtureError& e) {
     r.detail = std::string("fixture: ") + e.what();

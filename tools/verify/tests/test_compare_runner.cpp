@@ -2,16 +2,17 @@
 // The fixtures are small hand-made cases of map_local_to_global_slots (compressor.md §4.1 example)
 // and save_partial_states (compressor.md §3.3) whose expected values are worked out by hand.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "dsv4cpu/options.hpp"
+#include "testing/runs.hpp"
 #include "tools/verify/fixture.hpp"
 #include "tools/verify/runner.hpp"
 #include "tools/verify/safetensors.hpp"
@@ -90,12 +91,19 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
+// The name of the reference variant of map_local_to_global_slots.
+std::string reference_name() {
+  Options o;
+  o.impl = Impl::reference;
+  return selected_variant("map_local_to_global_slots", o);
+}
+
 TEST(VerifyRunner, PassingFixture) {
   const CaseResult r = run1(map_example());
   EXPECT_TRUE(r.pass) << r.detail;
   EXPECT_EQ(r.op, "map_local_to_global_slots");
   EXPECT_EQ(r.name, "case.safetensors");
-  EXPECT_EQ(r.variant, "ref");
+  EXPECT_EQ(r.variant, reference_name());
   EXPECT_EQ(r.detail, "exact");
 }
 
@@ -218,15 +226,17 @@ TEST(VerifyRunner, UnknownMetadataKeyWarnsOnce) {
   EXPECT_TRUE(contains(r.warnings[0], "'colour'")) << r.warnings[0];
 }
 
-TEST(VerifyRunner, ImplAllRunsEveryAvailableVariant) {
-  std::vector<std::string> names;
-  for (const OpInfo& op : registered_ops())
-    if (op.name == "map_local_to_global_slots")
-      for (const VariantInfo& v : op.variants)
-        if (v.available) names.push_back(variant_label(v.name, v.target));
+TEST(VerifyRunner, ImplAllRunsEveryVariantOnEveryTarget) {
+  const testing::RunList list = testing::runs("map_local_to_global_slots");
   const FileResult r = run(map_example(), ImplMode::all);
-  ASSERT_EQ(r.cases.size(), names.size());
-  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(r.cases[i].variant, names[i]);
+  ASSERT_EQ(r.cases.size(), list.runs.size());
+  std::set<std::string> labels;
+  for (size_t i = 0; i < list.runs.size(); ++i) {
+    EXPECT_EQ(r.cases[i].variant, list.runs[i].label());
+    EXPECT_TRUE(r.cases[i].pass) << r.cases[i].variant << ": " << r.cases[i].detail;
+    labels.insert(r.cases[i].variant);
+  }
+  EXPECT_EQ(labels.size(), list.runs.size());  // each Highway target is its own run
 }
 
 TEST(VerifyRunner, ImplOptimizedNamesTheReferenceFallback) {
@@ -234,10 +244,10 @@ TEST(VerifyRunner, ImplOptimizedNamesTheReferenceFallback) {
   EXPECT_TRUE(r.pass);
   Options o;
   o.impl = Impl::optimized;
-  if (selected_variant("map_local_to_global_slots", o) == "ref")
-    EXPECT_TRUE(contains(r.variant, "ref (no optimized variant")) << r.variant;
+  if (selected_variant("map_local_to_global_slots", o) == reference_name())
+    EXPECT_TRUE(contains(r.variant, reference_name() + " (no optimized variant")) << r.variant;
   else
-    EXPECT_NE(r.variant.rfind("ref", 0), 0u) << r.variant;
+    EXPECT_NE(r.variant.rfind(reference_name(), 0), 0u) << r.variant;
 }
 
 TEST(VerifyRunner, StateCache2DWithStateBlockSize) {
@@ -284,6 +294,28 @@ TEST(VerifyCase, UntouchedCheckSeesWritesToOutputsAndInPlaceBuffers) {
   v = c.check_untouched();
   EXPECT_FALSE(v.pass);
   EXPECT_TRUE(contains(v.detail, "state_cache")) << v.detail;
+}
+
+TEST(VerifyCase, ParseCompareOverride) {
+  EXPECT_TRUE(parse_compare("exact").exact);
+  const Tolerance d = parse_compare("");
+  EXPECT_FALSE(d.exact);
+  EXPECT_EQ(d.fp8_step, 1);
+  EXPECT_FALSE(d.bound_factor.has_value());
+  const Tolerance t = parse_compare(
+      "fp8_step=2, bf16_ulp=0,scale_step=0,rtol=1e-3,atol=1e-9,"
+      "bound_factor=4");
+  EXPECT_EQ(t.fp8_step, 2);
+  EXPECT_EQ(t.bf16_ulp, 0);
+  EXPECT_EQ(t.scale_step, 0);
+  EXPECT_DOUBLE_EQ(t.rtol, 1e-3);
+  EXPECT_DOUBLE_EQ(t.atol, 1e-9);
+  EXPECT_DOUBLE_EQ(*t.bound_factor, 4);
+  EXPECT_THROW(parse_compare("fp8_steps=2"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("fp8_step=1.5"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("rtol=-1"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("rtol"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("exact,rtol=1"), std::invalid_argument);
 }
 
 TEST(VerifyCase, ScalarParsingAndDefaults) {

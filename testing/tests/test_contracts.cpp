@@ -1,4 +1,5 @@
-// tools/verify/compare: the comparison contracts of numerics.md §11 on hand-built cases.
+// testing/contracts and testing/cache_compare: the comparison contracts of numerics.md §11 on
+// hand-built cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "tools/verify/compare.hpp"
+#include "testing/cache_compare.hpp"
+#include "testing/contracts.hpp"
 
-namespace dsv4cpu::verify {
+namespace dsv4cpu::testing {
 namespace {
 
 template <class T>
@@ -22,7 +24,7 @@ bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-TEST(Compare, Ord8AndStepDistance) {
+TEST(Contracts, Ord8AndStepDistance) {
   // numerics.md §11.2: +0/-0 one apart, 0x01/0x81 three apart, 0x7D/0x7E one apart.
   EXPECT_EQ(ord8(0x00), 0);
   EXPECT_EQ(ord8(0x80), -1);
@@ -38,7 +40,7 @@ TEST(Compare, Ord8AndStepDistance) {
   EXPECT_EQ(fp8_steps(0x7F, 0x7E), kNaNMismatch);
 }
 
-TEST(Compare, Ord16AndUlpDistance) {
+TEST(Contracts, Ord16AndUlpDistance) {
   // numerics.md §11.3.
   EXPECT_EQ(ord16(0x8000), -1);
   EXPECT_EQ(bf16_ulps(0x0000, 0x8000), 1);
@@ -49,28 +51,7 @@ TEST(Compare, Ord16AndUlpDistance) {
   EXPECT_EQ(bf16_ulps(0x7FC0, 0x7F80), kNaNMismatch);
 }
 
-TEST(Compare, ParseCompareOverride) {
-  EXPECT_TRUE(parse_compare("exact").exact);
-  const Tolerance d = parse_compare("");
-  EXPECT_FALSE(d.exact);
-  EXPECT_EQ(d.fp8_step, 1);
-  EXPECT_FALSE(d.bound_factor.has_value());
-  const Tolerance t = parse_compare("fp8_step=2, bf16_ulp=0,scale_step=0,rtol=1e-3,atol=1e-9,"
-                                    "bound_factor=4");
-  EXPECT_EQ(t.fp8_step, 2);
-  EXPECT_EQ(t.bf16_ulp, 0);
-  EXPECT_EQ(t.scale_step, 0);
-  EXPECT_DOUBLE_EQ(t.rtol, 1e-3);
-  EXPECT_DOUBLE_EQ(t.atol, 1e-9);
-  EXPECT_DOUBLE_EQ(*t.bound_factor, 4);
-  EXPECT_THROW(parse_compare("fp8_steps=2"), std::invalid_argument);
-  EXPECT_THROW(parse_compare("fp8_step=1.5"), std::invalid_argument);
-  EXPECT_THROW(parse_compare("rtol=-1"), std::invalid_argument);
-  EXPECT_THROW(parse_compare("rtol"), std::invalid_argument);
-  EXPECT_THROW(parse_compare("exact,rtol=1"), std::invalid_argument);
-}
-
-TEST(Compare, ExactTreatsAnyTwoNaNsAlike) {
+TEST(Contracts, ExactTreatsAnyTwoNaNsAlike) {
   const std::vector<uint32_t> a = {0x7FC00000, 0x3F800000, 0x80000000};
   const std::vector<uint32_t> b = {0xFFC00001, 0x3F800000, 0x80000000};
   EXPECT_TRUE(compare_exact("x", ref(DType::F32, {3}, a), ref(DType::F32, {3}, b)).pass);
@@ -80,16 +61,18 @@ TEST(Compare, ExactTreatsAnyTwoNaNsAlike) {
   EXPECT_TRUE(contains(v.detail, "x[2]")) << v.detail;
 }
 
-TEST(Compare, ExactReportsFirstMismatchAndCount) {
+TEST(Contracts, ExactReportsFirstMismatchAndCount) {
   const std::vector<int64_t> got = {-1, 28, 13, 40, 7, 8};
   const std::vector<int64_t> want = {-1, 28, 13, 39, 7, 9};
-  const Verdict v = compare_exact("slots", ref(DType::I64, {3, 2}, got), ref(DType::I64, {3, 2}, want));
+  const Verdict v =
+      compare_exact("slots", ref(DType::I64, {3, 2}, got), ref(DType::I64, {3, 2}, want));
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.detail, "slots[1, 1]: got 40, expected 39 (2 of 6 elements differ)");
-  EXPECT_TRUE(compare_exact("slots", ref(DType::I64, {3, 2}, want), ref(DType::I64, {3, 2}, want)).pass);
+  EXPECT_TRUE(
+      compare_exact("slots", ref(DType::I64, {3, 2}, want), ref(DType::I64, {3, 2}, want)).pass);
 }
 
-TEST(Compare, ExactRejectsDtypeOrShapeMismatch) {
+TEST(Contracts, ExactRejectsDtypeOrShapeMismatch) {
   const std::vector<int32_t> a = {1, 2};
   const std::vector<int64_t> b = {1, 2};
   const Verdict v = compare_exact("lens", ref(DType::I64, {2}, b), ref(DType::I32, {2}, a));
@@ -98,20 +81,25 @@ TEST(Compare, ExactRejectsDtypeOrShapeMismatch) {
   EXPECT_FALSE(compare_exact("lens", ref(DType::I32, {1, 2}, a), ref(DType::I32, {2}, a)).pass);
 }
 
-TEST(Compare, Fp8CodesWithinOneStep) {
+TEST(Contracts, Fp8CodesWithinOneStep) {
   const std::vector<uint8_t> want = {0x38, 0x00, 0x7E};
   const std::vector<uint8_t> one = {0x39, 0x80, 0x7D};
   const std::vector<uint8_t> two = {0x3A, 0x00, 0x7E};
   Tolerance t;
-  const Verdict v = compare_fp8_codes("q", ref(DType::F8_E4M3, {3}, one), ref(DType::F8_E4M3, {3}, want), t);
+  const Verdict v =
+      compare_fp8_codes("q", ref(DType::F8_E4M3, {3}, one), ref(DType::F8_E4M3, {3}, want), t);
   EXPECT_TRUE(v.pass);
   EXPECT_EQ(v.detail, "worst fp8 step 1");
-  EXPECT_FALSE(compare_fp8_codes("q", ref(DType::F8_E4M3, {3}, two), ref(DType::F8_E4M3, {3}, want), t).pass);
+  EXPECT_FALSE(
+      compare_fp8_codes("q", ref(DType::F8_E4M3, {3}, two), ref(DType::F8_E4M3, {3}, want), t)
+          .pass);
   t.fp8_step = 2;
-  EXPECT_TRUE(compare_fp8_codes("q", ref(DType::F8_E4M3, {3}, two), ref(DType::F8_E4M3, {3}, want), t).pass);
+  EXPECT_TRUE(
+      compare_fp8_codes("q", ref(DType::F8_E4M3, {3}, two), ref(DType::F8_E4M3, {3}, want), t)
+          .pass);
 }
 
-TEST(Compare, F32RelativeTolerance) {
+TEST(Contracts, F32RelativeTolerance) {
   const std::vector<float> want = {1.0f, -2.0f, std::nanf(""), -INFINITY, 0.0f};
   const std::vector<float> ok = {1.0f + 9e-6f, -2.0f, std::nanf(""), -INFINITY, 0.0f};
   const std::vector<float> bad = {1.0f + 2e-5f, -2.0f, std::nanf(""), -INFINITY, 0.0f};
@@ -125,7 +113,7 @@ TEST(Compare, F32RelativeTolerance) {
 }
 
 // numerics.md §11.5 rule 1: equal scales, codes within one step.
-TEST(Compare, QuantBlockEqualScales) {
+TEST(Contracts, QuantBlockEqualScales) {
   const Tolerance t;
   const uint8_t a[3] = {0x78, 0x80, 0x10}, b[3] = {0x77, 0x00, 0x10}, c[3] = {0x76, 0x00, 0x10};
   int steps = 0;
@@ -138,7 +126,7 @@ TEST(Compare, QuantBlockEqualScales) {
 }
 
 // numerics.md §11.5 rule 2: one scale twice the other; one step of the coarser grid.
-TEST(Compare, QuantBlockScalesOneStepApart) {
+TEST(Contracts, QuantBlockScalesOneStepApart) {
   const Tolerance t;
   int steps = 0;
   double coarse = 0;
@@ -148,7 +136,8 @@ TEST(Compare, QuantBlockScalesOneStepApart) {
   const uint8_t same[1] = {0x70};
   EXPECT_TRUE(quant_block_ok(fine, same, 1, 0x1p-8, 0x1p-7, t, &steps, &coarse, &why));
   EXPECT_EQ(coarse, 0.0);
-  // 144·2^-7 = 1.125: the coarse grid at |v| = 1.125 has step 2^-7·2^(7-3) = 0.125: exactly one step.
+  // 144·2^-7 = 1.125: the coarse grid at |v| = 1.125 has step 2^-7·2^(7-3) = 0.125: exactly one
+  // step.
   const uint8_t up1[1] = {0x71};
   EXPECT_TRUE(quant_block_ok(fine, up1, 1, 0x1p-8, 0x1p-7, t, &steps, &coarse, &why)) << why;
   EXPECT_DOUBLE_EQ(coarse, 1.0);
@@ -169,7 +158,7 @@ TEST(Compare, QuantBlockScalesOneStepApart) {
   EXPECT_TRUE(quant_block_ok(nan, nan, 1, 0x1p-8, 0x1p-7, t, &steps, &coarse, &why));
 }
 
-TEST(Compare, QuantBlockScalesFurtherApart) {
+TEST(Contracts, QuantBlockScalesFurtherApart) {
   Tolerance t;
   int steps = 0;
   double coarse = 0;
@@ -202,7 +191,7 @@ struct MlaPage {
   ArrayRef view() const { return {DType::U8, {1, kBytes}, bytes.data()}; }
 };
 
-TEST(Compare, CompressedCacheMla) {
+TEST(Contracts, CompressedCacheMla) {
   const Tolerance t;
   MlaPage want;
   want.write(1, 0x78, 0x77, 0x3F80);  // §9.1: 1.0 everywhere, scale 2^-8
@@ -214,8 +203,8 @@ TEST(Compare, CompressedCacheMla) {
   EXPECT_EQ(cmp(want).detail, "exact");
 
   MlaPage near = want;
-  near.bytes[576 + 100] = 0x79;          // one fp8 step
-  near.bytes[576 + 448 + 10] = 0x81;     // RoPE 0x3F81: one bf16 ulp
+  near.bytes[576 + 100] = 0x79;       // one fp8 step
+  near.bytes[576 + 448 + 10] = 0x81;  // RoPE 0x3F81: one bf16 ulp
   Verdict v = cmp(near);
   EXPECT_TRUE(v.pass) << v.detail;
   EXPECT_EQ(v.detail, "worst fp8 step 1, bf16 ulp 1");
@@ -257,7 +246,7 @@ TEST(Compare, CompressedCacheMla) {
   }
 }
 
-TEST(Compare, CompressedCacheIndexer) {
+TEST(Contracts, CompressedCacheIndexer) {
   // compressor.md §7, P = 1: 128 codes then the fp32 scale; 4 padding bytes.
   const Tolerance t;
   std::vector<uint8_t> want(136, 0x22), got;
@@ -285,112 +274,5 @@ TEST(Compare, CompressedCacheIndexer) {
   EXPECT_FALSE(cmp().pass);
 }
 
-// numerics.md §11.6 example: H = 64, all codes 1.0, w = 0.01, ks = 2^-8.
-struct LogitsExample {
-  std::vector<uint8_t> q = std::vector<uint8_t>(64 * 128, 0x38);
-  std::vector<float> w = std::vector<float>(64, 0.01f);
-  std::vector<uint8_t> cache = std::vector<uint8_t>(2 * 132, 0x38);  // P = 2, one page
-  LogitsExample() {
-    const float ks = 0x1p-8f;
-    std::memcpy(cache.data() + 256, &ks, 4);
-    std::memcpy(cache.data() + 260, &ks, 4);
-  }
-  KeyCache kc() const { return {cache.data(), 264, 2, 1, 64}; }
-  LogitsRow row(int64_t L) const { return {q.data(), w.data(), L, {0}}; }
-};
-
-TEST(Compare, ExactLogitSpecExample) {
-  const LogitsExample ex;
-  double X, B;
-  ASSERT_TRUE(ex.kc().base != nullptr);
-  ASSERT_TRUE(exact_logit(ex.kc(), ex.row(2), 1, &X, &B));
-  const double w = 0.01f;
-  EXPECT_DOUBLE_EQ(X, 0x1p-8 * 64 * w * 128);  // 0.32
-  EXPECT_NEAR(X, 0.32, 1e-8);
-  EXPECT_NEAR(B, 3.66e-6, 0.01e-6);
-  // A key beyond the page list is reported.
-  EXPECT_FALSE(exact_logit(ex.kc(), ex.row(2), 2, &X, &B));
-}
-
-TEST(Compare, LogitsWithinTwiceTheBound) {
-  const LogitsExample ex;
-  const float X = static_cast<float>(0x1p-8 * 64 * static_cast<double>(0.01f) * 128);
-  const float ninf = -std::numeric_limits<float>::infinity();
-  const std::vector<float> want = {X, X, ninf};  // S = 3, L = 2
-  std::vector<float> got = want;
-  got[1] = X + 6e-6f;  // < 2B = 7.3e-6
-  Verdict v = compare_logits(ex.kc(), {ex.row(2)}, got.data(), want.data(), 3, 2);
-  EXPECT_TRUE(v.pass) << v.detail;
-  EXPECT_TRUE(contains(v.detail, "max |Δ|/2B 0.8")) << v.detail;
-  got[1] = X + 9e-6f;
-  v = compare_logits(ex.kc(), {ex.row(2)}, got.data(), want.data(), 3, 2);
-  EXPECT_FALSE(v.pass);
-  EXPECT_TRUE(contains(v.detail, "logits[0, 1]")) << v.detail;
-  got = want;
-  got[2] = 0;  // must stay -inf past L
-  EXPECT_FALSE(compare_logits(ex.kc(), {ex.row(2)}, got.data(), want.data(), 3, 2).pass);
-  got = want;
-  got[0] = std::nanf("");
-  EXPECT_FALSE(compare_logits(ex.kc(), {ex.row(2)}, got.data(), want.data(), 3, 2).pass);
-  EXPECT_EQ(compare_logits(ex.kc(), {ex.row(2)}, want.data(), want.data(), 3, 2).detail,
-            "max |Δ| 0 (exact)");
-}
-
-// numerics.md §11.7 with L = 600 distinct scores X_i = 600 - i and bounds B.
-struct BandRow {
-  int64_t L = 600;
-  std::vector<double> X, B;
-  std::vector<int32_t> sel;
-  explicit BandRow(double b) : X(600), B(600, b), sel(512) {
-    for (int i = 0; i < 600; ++i) X[static_cast<size_t>(i)] = 600 - i;
-    for (int i = 0; i < 512; ++i) sel[static_cast<size_t>(i)] = i;  // canonical top 512
-  }
-};
-
-TEST(Compare, BandRuleAcceptsTheExactSelection) {
-  BandRow r(0.1);
-  EXPECT_EQ(band_rule_violation(r.sel.data(), r.L, r.X, r.B, true), "");
-}
-
-TEST(Compare, BandRuleAcceptsNearTiesOnly) {
-  BandRow r(0.6);  // X_511 - B = 88.4 < X_512 + B = 88.6: 511 and 512 are interchangeable
-  r.sel[511] = 512;
-  EXPECT_EQ(band_rule_violation(r.sel.data(), r.L, r.X, r.B, true), "");
-  BandRow s(0.4);  // 89 - 0.4 > 88 + 0.4: the swap is wrong
-  s.sel[511] = 512;
-  EXPECT_TRUE(contains(band_rule_violation(s.sel.data(), s.L, s.X, s.B, true), "ranks below"));
-}
-
-TEST(Compare, BandRuleStructuralChecks) {
-  BandRow r(0.1);
-  r.sel[3] = 2;
-  EXPECT_TRUE(contains(band_rule_violation(r.sel.data(), r.L, r.X, r.B, false), "twice"));
-  r.sel[3] = 600;
-  EXPECT_TRUE(contains(band_rule_violation(r.sel.data(), r.L, r.X, r.B, false), "outside"));
-  r.sel[3] = -1;
-  EXPECT_TRUE(contains(band_rule_violation(r.sel.data(), r.L, r.X, r.B, false), "outside"));
-}
-
-TEST(Compare, BandRuleCanonicalOrder) {
-  BandRow r(0.1);
-  std::swap(r.sel[10], r.sel[11]);  // the set is right, the order is not
-  EXPECT_TRUE(contains(band_rule_violation(r.sel.data(), r.L, r.X, r.B, true), "order"));
-  EXPECT_EQ(band_rule_violation(r.sel.data(), r.L, r.X, r.B, false), "");  // vllm: set only
-}
-
-TEST(Compare, BandRuleNaNScoresRankLastByIndex) {
-  BandRow r(0.1);
-  // Scores 0..99 are NaN: they rank after every number, among themselves by index.
-  for (int i = 0; i < 100; ++i) r.X[static_cast<size_t>(i)] = std::nan("");
-  for (int i = 0; i < 500; ++i) r.sel[static_cast<size_t>(i)] = 100 + i;
-  for (int i = 0; i < 12; ++i) r.sel[static_cast<size_t>(500 + i)] = i;
-  EXPECT_EQ(band_rule_violation(r.sel.data(), r.L, r.X, r.B, true), "");
-  std::swap(r.sel[500], r.sel[501]);
-  EXPECT_TRUE(contains(band_rule_violation(r.sel.data(), r.L, r.X, r.B, true), "order"));
-  std::swap(r.sel[500], r.sel[501]);
-  r.sel[0] = 50;  // a NaN chosen over the number at index 100
-  EXPECT_FALSE(band_rule_violation(r.sel.data(), r.L, r.X, r.B, false).empty());
-}
-
 }  // namespace
-}  // namespace dsv4cpu::verify
+}  // namespace dsv4cpu::testing

@@ -1,0 +1,12 @@
+// dsv4cpu-bench: the registry's benchmarks (bench_runs.cpp) and the stream_read roofline.
+#include "bench_util.hpp"
+
+int main(int argc, char** argv) {
+  dsv4cpu::bench::register_benchmarks();
+  dsv4cpu::bench::register_stream_read();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,41 @@
+// The benchmark list, derived from the registry through testing::runs.
+#include "bench_util.hpp"
+
+namespace dsv4cpu::bench {
+
+std::vector<BenchRun> benchmark_runs() {
+  Cases cases;
+  compressor_cases(cases);
+  indexer_cases(cases);
+  metadata_cases(cases);
+  const testing::Plan plan{true, std::nullopt, false, {1, 2}};
+  std::vector<BenchRun> out;
+  for (const Case& c : cases)
+    for (const testing::Run& run : testing::runs(c.op, plan).runs) {
+      if (run.threads == 2 && run.variant.role == Role::reference) continue;
+      std::string name = c.op + "/" + run.variant.name + "/" + c.shape;
+      if (run.threads == 2) name += "/threads:2";
+      out.push_back({name, c, run});
+    }
+  return out;
+}
+
+void register_benchmarks() {
+  for (const BenchRun& b : benchmark_runs()) {
+    const Prepare prepare = b.bench_case.prepare;
+    const Options options = b.run.options();
+    auto body = [prepare, options](benchmark::State& state) {
+      const Prepared p = prepare();
+      for (auto _ : state) p.run(options);
+      state.SetBytesProcessed(state.iterations() * p.bytes);
+      if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
+      if (p.flops > 0)  // "flops": FLOP/s, compared with the ISA's peak by the dashboard
+        state.counters["flops"] = benchmark::Counter(
+            static_cast<double>(state.iterations() * p.flops), benchmark::Counter::kIsRate);
+    };
+    benchmark::internal::Benchmark* r = benchmark::RegisterBenchmark(b.name.c_str(), body);
+    if (b.run.threads == 2) r->UseRealTime();  // the work of both threads, in wall time
+  }
+}
+
+}  // namespace dsv4cpu::bench

@@ -1,0 +1,139 @@
+// The registry (api/registry.cpp) as every consumer sees it: the shape of every list, the
+// selection (selected_variant is the call path's), the Highway targets the run enumerator forces,
+// and the rule that a fixed-ISA variant is available wherever the machine must offer its ISA.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/cpu.hpp"
+#include "dsv4cpu/compressor.hpp"
+#include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/options.hpp"
+#include "testing/gtest.hpp"
+
+namespace dsv4cpu {
+namespace {
+
+TEST(Registry, EveryListEndsWithItsOnlyReference) {
+  for (const OpInfo& op : registered_ops()) {
+    ASSERT_FALSE(op.variants.empty()) << op.name;
+    const VariantInfo& ref = op.variants.back();
+    EXPECT_EQ(ref.role, Role::reference) << op.name;
+    EXPECT_TRUE(ref.available) << op.name;
+    EXPECT_FALSE(ref.highway) << op.name;
+    EXPECT_TRUE(ref.isa.empty()) << op.name;
+    std::set<std::string> names;
+    int references = 0;
+    for (const VariantInfo& v : op.variants) {
+      EXPECT_TRUE(names.insert(v.name).second) << op.name << ": " << v.name << " twice";
+      references += v.role == Role::reference;
+      EXPECT_FALSE(v.highway && !v.isa.empty()) << op.name << ": " << v.name;
+    }
+    EXPECT_EQ(references, 1) << op.name;
+    Options o;
+    o.impl = Impl::reference;
+    EXPECT_EQ(selected_variant(op.name, o), ref.name) << op.name;
+  }
+}
+
+// Impl::best and Impl::optimized pick the first available variant of the list.
+TEST(Registry, BestIsTheFirstAvailableVariant) {
+  for (const OpInfo& op : registered_ops()) {
+    std::string first;
+    for (const VariantInfo& v : op.variants)
+      if (v.available && first.empty()) first = v.name;
+    EXPECT_EQ(selected_variant(op.name), first) << op.name;
+    Options o;
+    o.impl = Impl::optimized;
+    EXPECT_EQ(selected_variant(op.name, o), first) << op.name;
+  }
+}
+
+std::string what_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ValueError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// selected_variant runs the call path's own selection: the same errors, word for word.
+TEST(Registry, SelectedVariantIsTheCallPath) {
+  const std::vector<int64_t> local = {0};
+  const std::vector<int32_t> req = {0}, bt = {3};
+  std::vector<int64_t> slots(1);
+  for (const char* name : {"no-such-variant", ""}) {
+    Options o;
+    o.variant = name;
+    const std::string selected = what_of([&] { selected_variant("map_local_to_global_slots", o); });
+    const std::string called = what_of([&] {
+      map_local_to_global_slots(TensorView(local.data(), DType::I64, {1, 1}),
+                                TensorView(req.data(), DType::I32, {1}),
+                                TensorView(bt.data(), DType::I32, {1, 1}), 4,
+                                TensorView(slots.data(), DType::I64, {1, 1}), o);
+    });
+    EXPECT_EQ(selected, called);
+    EXPECT_EQ(selected.empty(), *name == '\0') << selected;
+  }
+  EXPECT_EQ(what_of([] { selected_variant("no_such_op"); }),
+            "dsv4cpu::registry: op = no_such_op: unknown op (expected a registered op name)");
+}
+
+// Options::variant owns its text: the caller's string may go away.
+TEST(Registry, OptionsOwnTheVariantName) {
+  for (const OpInfo& op : registered_ops()) {
+    Options o;
+    {
+      std::string name = op.variants.front().name;
+      o.variant = name;
+    }
+    if (op.variants.front().available) {
+      EXPECT_EQ(selected_variant(op.name, o), op.variants.front().name);
+    }
+  }
+}
+
+// A Highway variant is one run per Highway target compiled in and supported; while a run executes,
+// dispatch and the registry report its target.
+TEST(Registry, HighwayRunsCoverEveryTargetAndReportIt) {
+  const size_t targets = detail::highway_targets().size();
+  ASSERT_GT(targets, 0u);
+  for (const std::string& op : testing::op_names()) {
+    std::set<std::string> seen;
+    size_t highway_variants = 0;
+    testing::for_each_run(op, [&](const testing::Run& run) {
+      if (!run.variant.highway) return;
+      EXPECT_EQ(detail::highway_target(), run.target) << op;
+      for (const OpInfo& info : registered_ops())
+        for (const VariantInfo& v : info.variants)
+          if (info.name == op && v.name == run.variant.name) {
+            EXPECT_EQ(v.target, run.target) << op;
+          }
+      seen.insert(run.variant.name + ":" + run.target);
+    });
+    for (const OpInfo& info : registered_ops())
+      if (info.name == op)
+        for (const VariantInfo& v : info.variants) highway_variants += v.highway ? 1 : 0;
+    EXPECT_EQ(seen.size(), highway_variants * targets) << op;
+  }
+}
+
+// A machine that must offer an ISA (testing::isa_required: /proc/cpuinfo announces it, or
+// DSV4CPU_REQUIRE_ISA names it) has every variant of that ISA available (and so selected first
+// where it leads its list: BestIsTheFirstAvailableVariant).
+TEST(Registry, RequiredIsasAreAvailable) {
+  for (const OpInfo& op : registered_ops())
+    for (const VariantInfo& v : op.variants) {
+      if (v.isa.empty() || !testing::isa_required(v.isa)) continue;
+      testing::RunList list;
+      list.absent.push_back(v);
+      EXPECT_TRUE(v.available) << testing::absence(op.name, list).message;
+    }
+}
+
+}  // namespace
+}  // namespace dsv4cpu

@@ -1,0 +1,139 @@
+// The registry drives every check: variants added to the registry alone (through its test hook,
+// copies of the reference kernel) show up in the unit-test runs, the property groups, the
+// benchmark list and dsv4cpu-verify --impl all, with no other edit. One is Highway-dispatched (a
+// run per Highway target), one portable (one run), one of an ISA this process may lack (one run,
+// or listed as absent and skipped).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "api/registry.hpp"
+#include "bench_util.hpp"
+#include "core/cpu.hpp"
+#include "dsv4cpu/compressor.hpp"
+#include "testing/gtest.hpp"
+#include "tools/verify/runner.hpp"
+
+namespace dsv4cpu {
+namespace {
+
+constexpr const char* kOp = "map_local_to_global_slots";
+constexpr const char* kHighway = "extra_highway";
+constexpr const char* kPortable = "extra_portable";
+constexpr const char* kAmx = "extra_amx";
+
+// The added variants, registered once before any test looks.
+void add_variants() {
+  static const bool added = [] {
+    return detail::add_variant_for_test(kOp, kHighway, {true, detail::Isa::none}) &&
+           detail::add_variant_for_test(kOp, kPortable, {false, detail::Isa::none}) &&
+           detail::add_variant_for_test(kOp, kAmx, {false, detail::Isa::amx});
+  }();
+  ASSERT_TRUE(added);
+}
+
+bool amx_here() { return detail::isa_available(detail::Isa::amx); }
+
+size_t count_runs(const std::vector<testing::Run>& runs, const std::string& variant) {
+  return static_cast<size_t>(std::count_if(
+      runs.begin(), runs.end(), [&](const testing::Run& r) { return r.variant.name == variant; }));
+}
+
+TEST(RegistryDrives, RegisteredOpsListTheAddedVariantsBeforeTheReference) {
+  add_variants();
+  for (const OpInfo& op : registered_ops()) {
+    if (op.name != kOp) continue;
+    const auto& v = op.variants;
+    ASSERT_GE(v.size(), 4u);
+    EXPECT_EQ(v.back().role, Role::reference);
+    EXPECT_EQ(v[v.size() - 4].name, kHighway);
+    EXPECT_TRUE(v[v.size() - 4].highway);
+    EXPECT_EQ(v[v.size() - 3].name, kPortable);
+    EXPECT_EQ(v[v.size() - 2].name, kAmx);
+    EXPECT_EQ(v[v.size() - 2].isa, "amx");
+  }
+}
+
+// Unit tests: testing::for_each_run calls every added variant, each Highway target separately.
+TEST(RegistryDrives, UnitTestRuns) {
+  add_variants();
+  const std::vector<int64_t> local = {-1, 0, 5, 11};
+  const std::vector<int32_t> req = {0, 0, 0, 0}, bt = {7, 3, 9};
+  std::vector<std::string> labels;
+  testing::for_each_run(kOp, [&](const testing::Run& run) {
+    std::vector<int64_t> slots(4, 12345);
+    map_local_to_global_slots(TensorView(local.data(), DType::I64, {4, 1}),
+                              TensorView(req.data(), DType::I32, {4}),
+                              TensorView(bt.data(), DType::I32, {1, 3}), 4,
+                              TensorView(slots.data(), DType::I64, {4, 1}), run.options());
+    EXPECT_EQ(slots, (std::vector<int64_t>{-1, 28, 13, 39})) << run.label();
+    labels.push_back(run.label());
+  });
+  const testing::RunList list = testing::runs(kOp);
+  EXPECT_EQ(count_runs(list.runs, kHighway), detail::highway_targets().size());
+  EXPECT_EQ(count_runs(list.runs, kPortable), 1u);
+  EXPECT_EQ(count_runs(list.runs, kAmx), amx_here() ? 1u : 0u);
+  EXPECT_EQ(list.absent.size(), amx_here() ? 0u : 1u);
+  EXPECT_EQ(labels.size(), list.runs.size());
+  for (const detail::HighwayTarget& t : detail::highway_targets())
+    EXPECT_NE(std::find(labels.begin(), labels.end(), std::string(kHighway) + ":" + t.name),
+              labels.end())
+        << t.name;
+}
+
+// Property tests: the groups a property registers (prop_util.hpp) and their runs.
+TEST(RegistryDrives, PropertyGroups) {
+  add_variants();
+  const testing::Plan optimized{false, std::nullopt, true, {1, 2}};
+  std::vector<std::string> names;
+  size_t highway = 0, portable = 0, amx = 0;
+  for (const testing::Group& g : testing::groups(kOp, optimized)) {
+    names.push_back(g.name);
+    const testing::RunList list = testing::runs(kOp, g.plan);
+    highway += count_runs(list.runs, kHighway);
+    portable += count_runs(list.runs, kPortable);
+    amx += count_runs(list.runs, kAmx) + list.absent.size();
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"EveryVariant", "Amx"}));
+  EXPECT_EQ(highway, 2 * detail::highway_targets().size());  // 1 and 2 threads
+  EXPECT_EQ(portable, 2u);
+  EXPECT_EQ(amx, amx_here() ? 2u : 1u);
+}
+
+// Benchmarks: every case of the op, one and two threads, on the dispatched target.
+TEST(RegistryDrives, BenchmarkList) {
+  add_variants();
+  std::vector<std::string> names;
+  for (const bench::BenchRun& b : bench::benchmark_runs()) names.push_back(b.name);
+  for (const char* variant : {kHighway, kPortable}) {
+    const std::string base = std::string(kOp) + "/" + variant + "/C4/decode8";
+    EXPECT_NE(std::find(names.begin(), names.end(), base), names.end()) << base;
+    EXPECT_NE(std::find(names.begin(), names.end(), base + "/threads:2"), names.end()) << base;
+  }
+  const std::string amx = std::string(kOp) + "/" + kAmx + "/C4/decode8";
+  EXPECT_EQ(std::find(names.begin(), names.end(), amx) != names.end(), amx_here());
+}
+
+// dsv4cpu-verify --impl all: every run of the op on an embedded fixture, passing.
+TEST(RegistryDrives, VerifierImplAll) {
+  add_variants();
+  const verify::FileResult r = verify::run_fixture_file(
+      std::string(DSV4CPU_FIXTURES_DIR) + "/map_local_to_global_slots/spec_example.safetensors",
+      "spec_example", verify::ImplMode::all);
+  std::vector<std::string> ran;
+  for (const verify::CaseResult& c : r.cases) {
+    EXPECT_TRUE(c.pass) << c.variant << ": " << c.detail;
+    ran.push_back(c.variant);
+  }
+  for (const testing::Run& run : testing::runs(kOp).runs)
+    EXPECT_NE(std::find(ran.begin(), ran.end(), run.label()), ran.end()) << run.label();
+  EXPECT_EQ(ran.size(), testing::runs(kOp).runs.size());
+  EXPECT_EQ(std::count_if(ran.begin(), ran.end(),
+                          [](const std::string& v) { return v.rfind(kHighway, 0) == 0; }),
+            static_cast<long>(detail::highway_targets().size()));
+}
+
+}  // namespace
+}  // namespace dsv4cpu
