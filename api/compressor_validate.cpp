@@ -83,17 +83,8 @@ void validate(MapLocalToGlobalSlotsArgs& a, const Options&) {
                                  {"block_table", &a.block_table}})
     check_no_overlap(op, "slots", a.slots, name, *in);
   check_request_indices(op, "req_idx", a.req_idx, a.block_table.size(0));
-  // A valid local index l >= 0 reads block-table column l / P.
-  const IndexReader local(a.local_indices), req(a.req_idx);
-  const BlockTableRefs refs(op, a.block_table, a.block_size);
-  for (int64_t n = 0; n < a.N; ++n)
-    for (int64_t k = 0; k < a.K; ++k) {
-      const int64_t l = local(n, k);
-      if (l >= 0)
-        refs.check(req(n), refs.column(l), [&] {
-          return BlockTableReferrer{"local_indices", {n, k}, l, ""};
-        });
-    }
+  check_local_refs(BlockTableRefs(op, a.block_table, a.block_size), "local_indices",
+                   a.local_indices, a.req_idx);
 }
 
 // ---- compressor_window_slots (compressor.md §4.2) ----

@@ -43,8 +43,8 @@ void run(const char* op, Args& args, const Options& o) {
 }
 
 // Test hook: registers a copy of `op`'s reference kernel as an optimized variant `name` (placed
-// before the reference) with `dispatch`; false for an unknown op. Not thread-safe: call it before
-// anything runs.
+// before the reference) with `dispatch`, in the list `op` shares with the ops of its argument pack;
+// false for an unknown op. Not thread-safe: call it before anything runs.
 bool add_variant_for_test(const std::string& op, const char* name, const Dispatch& dispatch);
 
 }  // namespace dsv4cpu::detail

@@ -28,6 +28,23 @@ BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, in
                  ? __builtin_ctzll(static_cast<unsigned long long>(block_size))
                  : -1) {}
 
+void check_local_refs(const BlockTableRefs& refs, const char* local_name, const TensorView& local,
+                      const TensorView& req_v) {
+  const IndexReader req(req_v);
+  const int64_t N = local.size(0), K = local.size(1), row_stride = N > 1 ? local.stride(0) : 0;
+  with_data(local, [&](const auto* p) {
+    for (int64_t n = 0; n < N; ++n) {
+      const auto* row = p + n * row_stride;
+      const int64_t r = req(n);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t l = row[k];
+        if (l >= 0 && !refs.ok(r, refs.column(l)))
+          refs.fail(r, refs.column(l), {local_name, {n, k}, l, ""});
+      }
+    }
+  });
+}
+
 void BlockTableRefs::fail(int64_t r, int64_t col, const BlockTableReferrer& by) const {
   if (col >= MB_)
     detail::fail<IndexError>(

@@ -61,6 +61,12 @@ class BlockTableRefs {
   int shift_;          // log2 P, or -1 when P is not a power of two
 };
 
+// Every local index l >= 0 of row n of `local` (I32 or I64 [N, K], unit inner stride) reads column
+// l / P of block-table row req[n] (compressor.md §4.1): checked in row-major order, the referrer
+// named "<local_name>[n, k] = l".
+void check_local_refs(const BlockTableRefs& refs, const char* local_name, const TensorView& local,
+                      const TensorView& req);
+
 // Checks the columns [c0, c1] of row r that one referrer reads, ascending, skipping those the
 // previous referrers of the same row verified (kept as one interval): consecutive tokens of a
 // request read the same or adjacent columns, so most cost a few compares. A referrer fails at

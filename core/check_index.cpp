@@ -10,26 +10,31 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Index of the first of p[0 .. n) outside [lo, hi), or n. Blocks are first tested branch-free
-// with one unsigned compare per element, in the element's own width (values below lo wrap above
-// every span the type can hold); a flagged block is then scanned exactly.
+// Index of the first of p[0 .. n) outside [lo, hi) (lo is 0 or -1; hi = kNoLimit: no upper
+// limit), or n. One branch-free pass decides that none is, in the element's own width: with no
+// upper limit the element type can reach, the sign bit of the OR of every p[i] - lo; else one
+// unsigned compare of p[i] - lo against hi - lo per element (values below lo wrap above any span).
+// Only a flagged array (an element outside, or T's largest value in the sign test) is scanned
+// exactly.
 template <class T>
 int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
   using U = std::make_unsigned_t<T>;
-  constexpr int64_t kBlock = 64;
-  constexpr uint64_t kMaxSpan = uint64_t{std::numeric_limits<U>::max() / 2} + 1;  // 2^(bits-1)
-  const uint64_t span64 = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
-  const U span = static_cast<U>(std::min(span64, kMaxSpan));
   const U shift = static_cast<U>(-lo);
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(n, b + kBlock);
-    U bad = 0;
-    for (int64_t i = b; i < e; ++i)
-      bad |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
-    if (bad == 0) continue;
-    for (int64_t i = b; i < e; ++i)
-      if (p[i] < lo || p[i] >= hi) return i;
+  U flagged = 0;
+  if (hi == kNoLimit || hi > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+    for (int64_t i = 0; i < n; ++i) flagged |= static_cast<U>(static_cast<U>(p[i]) + shift);
+    flagged >>= 8 * sizeof(U) - 1;
+  } else if (lo == 0) {
+    const U span = static_cast<U>(hi);
+    for (int64_t i = 0; i < n; ++i) flagged |= static_cast<U>(static_cast<U>(p[i]) >= span);
+  } else {
+    const U span = static_cast<U>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
+    for (int64_t i = 0; i < n; ++i)
+      flagged |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
   }
+  if (flagged == 0) return n;
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i] < lo || (hi != kNoLimit && p[i] >= hi)) return i;
   return n;
 }
 
@@ -107,7 +112,7 @@ void check_seq_lens_cover_queries(const char* op, const TensorView& qsl_v, const
 }
 
 void check_positions(const char* op, const TensorView& positions, const Limit* below) {
-  const int64_t t = first_outside(positions, 0, below ? below->value : INT64_MAX);
+  const int64_t t = first_outside(positions, 0, below ? below->value : kNoLimit);
   if (t == positions.numel()) return;
   const int64_t p = IndexReader(positions)(t);
   if (p < 0) fail<IndexError>(op, "positions", {t}, str(p), "negative position", ">= 0");
@@ -129,7 +134,7 @@ void check_slots(const char* op, const char* name, const TensorView& v, const Sl
 }
 
 void check_slots(const char* op, const char* name, const TensorView& v) {
-  const int64_t i = first_outside(v, -1, INT64_MAX);
+  const int64_t i = first_outside(v, -1, kNoLimit);
   if (i == v.numel()) return;
   const int64_t slot = with_data(v, [i](const auto* p) { return static_cast<int64_t>(p[i]); });
   fail_slot(op, name, v, i, slot, nullptr);
@@ -197,26 +202,27 @@ void check_distinct_slots(const char* op, const char* name, const TensorView& v,
 
 namespace {
 
-// The first element of `lengths` (row-major) failing [0, max_len] or `fit`; fails there.
+// The first element of `lengths` (row-major) failing [0, max_len] (when `max_text` is given) or
+// `fit`; fails there.
 void scan_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
                   const std::string* max_text, const PageFit* fit) {
   const IndexReader len(lengths);
-  const int64_t rows = lengths.size(0), cols = lengths.rank() == 2 ? lengths.size(1) : 1;
+  const bool two_d = lengths.rank() == 2;
+  const int64_t rows = lengths.size(0), cols = two_d ? lengths.size(1) : 1;
   for (int64_t b = 0; b < rows; ++b)
     for (int64_t j = 0; j < cols; ++j) {
-      const int64_t L = lengths.rank() == 2 ? len(b, j) : len(b);
-      std::vector<int64_t> idx =
-          lengths.rank() == 2 ? std::vector<int64_t>{b, j} : std::vector<int64_t>{b};
-      if (max_text && (L < 0 || L > max_len))
+      const int64_t L = two_d ? len(b, j) : len(b);
+      const bool in_range = max_text == nullptr || (L >= 0 && L <= max_len);
+      const int64_t pages = fit ? pages_for(L / fit->divisor, fit->P) : 0;
+      if (in_range && (fit == nullptr || pages <= fit->MP)) continue;
+      std::vector<int64_t> idx = two_d ? std::vector<int64_t>{b, j} : std::vector<int64_t>{b};
+      if (!in_range)
         fail<IndexError>(op, name, std::move(idx), str(L),
                          L < 0 ? "negative length" : "longer than the row width",
                          "0 <= seq_len <= " + *max_text);
-      if (fit == nullptr) continue;
-      const int64_t pages = pages_for(L / fit->divisor, fit->P);
-      if (pages > fit->MP)
-        fail<IndexError>(op, name, std::move(idx), str(L),
-                         "needs " + str(pages) + " pages of " + str(fit->P) + " entries",
-                         fit->expected);
+      fail<IndexError>(op, name, std::move(idx), str(L),
+                       "needs " + str(pages) + " pages of " + str(fit->P) + " entries",
+                       fit->expected);
     }
 }
 

@@ -3,6 +3,7 @@
 // views unless stated) and their bounds, scans them, and reports the first offending element in
 // row-major order; the passing path is a branch-free scan.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,8 +28,10 @@ int64_t check_query_start_loc_shape(const char* op, const TensorView& qsl);
 
 // ---- (d) index elements ----
 
+// No upper limit, for first_outside.
+inline constexpr int64_t kNoLimit = INT64_MAX;
 // Index (flat, row-major) of the first element of the C-contiguous index array `v` outside
-// [lo, hi), lo <= 0 < hi, or v.numel().
+// [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or v.numel().
 int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi);
 
 // An exclusive upper bound with the words of its rule, e.g.

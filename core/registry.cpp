@@ -4,8 +4,6 @@
 
 namespace dsv4cpu::detail {
 
-bool available(const Dispatch& d) { return isa_available(d.isa); }
-
 VariantInfo describe(const char* name, Role role, const Dispatch& d) {
   VariantInfo v;
   v.name = name;

@@ -54,7 +54,7 @@ Variant<Args> portable(const char* name, Kernel<Args> run) {
   return {name, Role::optimized, {false, Isa::none}, run};
 }
 
-bool available(const Dispatch& d);
+inline bool available(const Dispatch& d) { return d.isa == Isa::none || isa_available(d.isa); }
 // What VariantInfo publishes for a variant: availability, the ISA and the target running now.
 VariantInfo describe(const char* name, Role role, const Dispatch& d);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dsv4cpu/errors.hpp"
+#include "testing/isa.hpp"
 #include "testing/oracle.hpp"
 #include "testing/runs.hpp"
 
@@ -60,11 +61,14 @@ template <class E>
   return ::testing::AssertionFailure() << "did not throw";
 }
 
-// The bytes of a buffer, for expect_error's snapshots.
-template <class T>
-std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
-  return std::vector<uint8_t>(p, p + v.size() * sizeof(T));
+// The bytes of buffers, one after the other, for expect_error's snapshots.
+template <class... T>
+std::vector<uint8_t> bytes_of(const std::vector<T>&... v) {
+  std::vector<uint8_t> out;
+  (out.insert(out.end(), reinterpret_cast<const uint8_t*>(v.data()),
+              reinterpret_cast<const uint8_t*>(v.data()) + v.size() * sizeof(T)),
+   ...);
+  return out;
 }
 
 // bad-input.md §1: calls call(options) for every run of `op`; each must throw an Error of class

@@ -1,5 +1,6 @@
 // The run enumerator: what the unit tests, the property tests, the benchmarks and
-// dsv4cpu-verify --impl all call, derived from the registry alone. A Highway variant is one run
+// dsv4cpu-verify --impl all call, derived from the registry alone (the public registered_ops(): it
+// links with dsv4cpu_internal or with the installed library). A Highway variant is one run
 // per Highway target compiled into the library and supported by this CPU (dispatch forced to it
 // with hwy::SetSupportedTargetsForTest while the run executes); a fixed-ISA variant is one run
 // when core/cpu finds its ISA, and otherwise is listed as absent; the others are one run. Each of
@@ -86,23 +87,5 @@ struct Group {
   Plan plan;
 };
 std::vector<Group> groups(const std::string& op, const Plan& plan);
-
-// ---- ISAs a machine must offer ----
-
-// Whether `isa` (a VariantInfo::isa) must be available here: DSV4CPU_REQUIRE_ISA lists it (a
-// comma-separated list, e.g. "amx,avx512bf16"), or /proc/cpuinfo announces it (amx_tile and
-// amx_bf16 for amx, avx512_bf16 for avx512bf16).
-bool isa_required(const std::string& isa);
-
-// What a test of the absent variants of a list reports: nothing when none is absent; a skip
-// reason; or, when the ISA of one of them is required, a failure message saying so, e.g.
-// "AMX is required (DSV4CPU_REQUIRE_ISA=amx) but variant amx of fp8_paged_mqa_logits is not
-// available on this CPU or OS".
-struct Absence {
-  bool absent = false;
-  bool required = false;
-  std::string message;
-};
-Absence absence(const std::string& op, const RunList& list);
 
 }  // namespace dsv4cpu::testing

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -142,6 +143,18 @@ TEST(SavePartialStates, SkipsMinusOneAndUsesPositionModR) {
                         TensorView(c.ape.data(), DType::F32, {128, 512}),
                         TensorView(c.positions.data(), DType::I64, {5}), c.state_view(),
                         TensorView(c.slots.data(), DType::I64, {5}), run.options());
+    expect_same_bits(c.state, expect, run.label());
+  });
+}
+
+// Positions have no upper limit: the largest int64 one picks ape[(2^63 - 1) % 4] = ape[3].
+TEST(SavePartialStates, LargestPositionIsValid) {
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
+    SaveCase c(2, 128, 4, 1, 4);
+    c.positions = {INT64_MAX, 2};
+    c.slots = {1, -1};
+    const auto expect = expected_state(c);
+    c.run(run.options());
     expect_same_bits(c.state, expect, run.label());
   });
 }

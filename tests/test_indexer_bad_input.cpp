@@ -17,12 +17,6 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-template <class T>
-void append_bytes(std::vector<uint8_t>& out, const std::vector<T>& v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(v.data());
-  out.insert(out.end(), p, p + v.size() * sizeof(T));
-}
-
 // Expects `kind` with message `what` from every run of f's op (testing::expect_error), every
 // buffer of the fixture unchanged.
 template <class F>
@@ -63,10 +57,7 @@ struct QFix {
     fused_indexer_q_rope_quant(vq, vw, vpos, vtable, softmax_scale, head_scale, vcodes, vwout, o);
   }
   std::vector<uint8_t> snapshot() const {
-    std::vector<uint8_t> s;
-    append_bytes(s, q), append_bytes(s, w), append_bytes(s, pos), append_bytes(s, table);
-    append_bytes(s, codes), append_bytes(s, w_out);
-    return s;
+    return testing::bytes_of(q, w, pos, table, codes, w_out);
   }
 };
 const std::string kQ = "dsv4cpu::fused_indexer_q_rope_quant: ";
@@ -206,10 +197,7 @@ struct LFix {
     fp8_paged_mqa_logits(vq, vkv, vw, vlens, vtable, block_size, max_seq_len, vlogits, next_n, o);
   }
   std::vector<uint8_t> snapshot() const {
-    std::vector<uint8_t> s = kv.bytes;
-    append_bytes(s, q), append_bytes(s, w), append_bytes(s, seq_lens), append_bytes(s, table);
-    append_bytes(s, logits);
-    return s;
+    return testing::bytes_of(kv.bytes, q, w, seq_lens, table, logits);
   }
 };
 const std::string kL = "dsv4cpu::fp8_paged_mqa_logits: ";
@@ -373,10 +361,7 @@ struct TFix {
     topk_transform_512(vscores, vlens, vtable, page_size, mode, vraw, vpages, o);
   }
   std::vector<uint8_t> snapshot() const {
-    std::vector<uint8_t> s;
-    append_bytes(s, scores), append_bytes(s, seq_lens), append_bytes(s, table);
-    append_bytes(s, raw), append_bytes(s, pages);
-    return s;
+    return testing::bytes_of(scores, seq_lens, table, raw, pages);
   }
 };
 const std::string kT = "dsv4cpu::topk_transform_512: ";
@@ -523,11 +508,7 @@ struct SFix {
   TensorView vpos{positions.data(), DType::I64, {3}}, vout{out.data(), DType::I32, {3, 512}};
   Options o;
   void call() const { short_context_topk(vpos, vout, o); }
-  std::vector<uint8_t> snapshot() const {
-    std::vector<uint8_t> s;
-    append_bytes(s, positions), append_bytes(s, out);
-    return s;
-  }
+  std::vector<uint8_t> snapshot() const { return testing::bytes_of(positions, out); }
 };
 const std::string kS = "dsv4cpu::short_context_topk: ";
 
@@ -593,10 +574,7 @@ struct IFix {
   IFix(const IFix&) = delete;
   void call() const { indexer_topk(vq, vw, vqsl, vlens, vtable, vkv, block_size, mode, vout, o); }
   std::vector<uint8_t> snapshot() const {
-    std::vector<uint8_t> s = kv.bytes;
-    append_bytes(s, q), append_bytes(s, w), append_bytes(s, qsl), append_bytes(s, seq_lens);
-    append_bytes(s, table), append_bytes(s, out);
-    return s;
+    return testing::bytes_of(kv.bytes, q, w, qsl, seq_lens, table, out);
   }
 };
 const std::string kI = "dsv4cpu::indexer_topk: ";
