@@ -8,13 +8,10 @@
 //   portable(name, k)             plain C++ with no ISA of its own
 #include "api/registry.hpp"
 
+#include "args/compressor.hpp"
+#include "args/indexer.hpp"
+#include "args/metadata.hpp"
 #include "core/errors.hpp"
-#include "metadata/optimized.hpp"
-#include "metadata/reference.hpp"
-#include "optimized/compressor.hpp"
-#include "optimized/indexer.hpp"
-#include "reference/compressor.hpp"
-#include "reference/indexer.hpp"
 
 namespace dsv4cpu {
 namespace detail {

@@ -1,6 +1,7 @@
-// The kernel-facing argument packs of the compressor ops: validated by api/ before any variant
-// runs, read by every variant (reference/, optimized/).
+// The kernel-facing argument packs of the compressor ops (validated by api/ before any variant
+// runs, read by every variant) and the kernels of every variant (reference/, optimized/).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -78,5 +79,40 @@ struct MakeCosSinCacheArgs {
 inline bool emits(int64_t position, int64_t kv_slot, int64_t r) {
   return position % r == r - 1 && kv_slot >= 0;
 }
+
+// ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
+// validated arguments ----
+
+// The scalar fp32 reference kernels (the oracle; reference/compressor.cpp).
+namespace ref {
+
+void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx);
+void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx);
+void compressor_window_slots(const CompressorWindowSlotsArgs& a, const RunContext& ctx);
+// Both heads (a.layout): computes every emitting token's entry into scratch, checks it when
+// ctx.check_finite (bad-input.md §1.4 (f)), then writes.
+void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx);
+void make_cos_sin_cache(const MakeCosSinCacheArgs& a, const RunContext& ctx);
+
+}  // namespace ref
+
+// The optimized kernels ("hwy", optimized/compressor_hwy.cpp): Highway, dispatched at run time to
+// the best compiled target, OpenMP across tokens and channel chunks. They write the reference's
+// bytes (compressor.md §10) on every target and for any thread count.
+namespace opt {
+
+void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx);
+void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx);
+// Both heads (a.layout). When ctx.check_finite and an intermediate is not finite, the reference
+// kernel recomputes the call and throws its NonFiniteError (the intermediates are bit-identical).
+void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx);
+
+// numerics.md §8.4 for channels [d0, d1) (multiples of 64) over `valid` >= 1 window rows in
+// ascending w: c[d] = pooled value of channel d, from kv[j][d] and score[j][d]. The pooling step of
+// compress_norm_rope_store, dispatched to the current Highway target.
+void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
+                 size_t d1, float* c);
+
+}  // namespace opt
 
 }  // namespace dsv4cpu::detail

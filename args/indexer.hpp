@@ -1,6 +1,7 @@
 // The kernel-facing argument packs of the indexer ops (validated by api/ before any variant runs,
-// read by every variant), and the small pieces of the spec that every variant needs (row lengths,
-// the K-cache layout, the computed-value check of fused_indexer_q_rope_quant).
+// read by every variant), the small pieces of the spec that every variant needs (row lengths, the
+// K-cache layout, the computed-value check of fused_indexer_q_rope_quant), and the kernels of
+// every variant (reference/, optimized/).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -104,5 +105,57 @@ struct IndexerTopkArgs {
 };
 
 inline constexpr int64_t kIndexerTopk = 512;  // indexer.md §1, K
+
+// ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
+// validated arguments ----
+
+// The scalar fp32 reference kernels (the oracle; reference/indexer.cpp, reference/topk.cpp).
+namespace ref {
+
+void fused_indexer_q_rope_quant(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx);
+void fp8_paged_mqa_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
+void topk_transform(const TopkTransformArgs& a, const RunContext& ctx);  // K = 512 and 1024
+void short_context_topk(const ShortContextTopkArgs& a, const RunContext& ctx);
+void indexer_topk(const IndexerTopkArgs& a, const RunContext& ctx);
+
+// Row building blocks, shared by the kernels above (and reachable from tests).
+
+// indexer.md §4.3: logits of one query row (q: H·128 codes, w: H weights) for keys 0 .. L−1,
+// key j at entry j % P of page page_table(row, j / P); out[0 .. L) is written.
+void mqa_logits_row(const uint8_t* q, const float* w, int64_t H, const IndexerKCache& kv,
+                    const IndexReader& page_table, int64_t row, int64_t L, float* out);
+
+// indexer.md §5.2 / §6: out[i] = i for i < L, −1 for L <= i < K.
+void identity_row(int64_t L, int64_t K, int32_t* out);
+
+// indexer.md §5.3: the first K of 0 .. L−1 in the canonical order (L > K).
+void topk_canonical_row(const float* scores, int64_t L, int64_t K, int32_t* out);
+
+// indexer.md §5.4 with a heap of len = K (the model uses 512; the spec's examples use 4), L > K.
+void topk_vllm_row(const float* scores, int64_t L, int64_t K, int32_t* out);
+
+}  // namespace ref
+
+// The optimized variants (indexer.md §2, §4, §5, §7).
+namespace opt {
+
+// fp8_paged_mqa_logits: "amx", "avx512bf16", "hwy" (optimized/indexer_driver.cpp, over the logits
+// kernels of optimized/indexer_logits.hpp).
+void fp8_paged_mqa_logits_amx(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
+void fp8_paged_mqa_logits_avx512bf16(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
+void fp8_paged_mqa_logits_hwy(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
+
+// indexer_topk: the same three logits kernels, each with the optimized selection.
+void indexer_topk_amx(const IndexerTopkArgs& a, const RunContext& ctx);
+void indexer_topk_avx512bf16(const IndexerTopkArgs& a, const RunContext& ctx);
+void indexer_topk_hwy(const IndexerTopkArgs& a, const RunContext& ctx);
+
+// fused_indexer_q_rope_quant "hwy" (optimized/indexer_hwy.cpp), bit-exact with the reference.
+void fused_indexer_q_rope_quant_hwy(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx);
+
+// topk_transform_512 / topk_transform_1024 "hwy" (optimized/topk_hwy.cpp).
+void topk_transform_hwy(const TopkTransformArgs& a, const RunContext& ctx);
+
+}  // namespace opt
 
 }  // namespace dsv4cpu::detail

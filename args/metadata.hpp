@@ -1,5 +1,5 @@
-// The kernel-facing argument packs of the metadata builders: validated by api/ before any variant
-// runs, read by every variant (metadata/).
+// The kernel-facing argument packs of the metadata builders (validated by api/ before any variant
+// runs, read by every variant) and the kernels of both variants (metadata/).
 // Fields below "Derived by validation" are filled by the op's validate before any kernel runs.
 #pragma once
 #include <cstdint>
@@ -98,5 +98,40 @@ struct BuildTileSchedulerArgs {
   std::string_view layer_kind;
   std::string* result;
 };
+
+// ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
+// validated arguments ----
+
+// The reference builders (the oracle; metadata/reference.cpp): the spec's per-token formulas.
+namespace ref {
+
+void token_positions(const TokenPositionsArgs& a, const RunContext& ctx);
+void slot_mapping(const SlotMappingArgs& a, const RunContext& ctx);
+void split_decodes_and_prefills(const SplitDecodesAndPrefillsArgs& a, const RunContext& ctx);
+void compressed_slot_mapping(const CompressedSlotMappingArgs& a, const RunContext& ctx);
+void swa_window_indices(const SwaWindowIndicesArgs& a, const RunContext& ctx);
+void c128a_topk_indices(const C128aTopkIndicesArgs& a, const RunContext& ctx);
+void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& ctx);
+void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext& ctx);
+void indexer_metadata(const IndexerMetadataArgs& a, const RunContext& ctx);
+void split_indexer_prefill_chunks(const SplitIndexerPrefillChunksArgs& a, const RunContext& ctx);
+void build_tile_scheduler(const BuildTileSchedulerArgs& a, const RunContext& ctx);
+
+}  // namespace ref
+
+// The optimized builders ("opt", metadata/optimized.cpp): per-request loops, page walking, row
+// fills, OpenMP for large steps. Integer-exact against the reference for any thread count.
+namespace opt {
+
+void token_positions(const TokenPositionsArgs& a, const RunContext& ctx);
+void slot_mapping(const SlotMappingArgs& a, const RunContext& ctx);
+void compressed_slot_mapping(const CompressedSlotMappingArgs& a, const RunContext& ctx);
+void swa_window_indices(const SwaWindowIndicesArgs& a, const RunContext& ctx);
+void c128a_topk_indices(const C128aTopkIndicesArgs& a, const RunContext& ctx);
+void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& ctx);
+void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext& ctx);
+void indexer_metadata(const IndexerMetadataArgs& a, const RunContext& ctx);
+
+}  // namespace opt
 
 }  // namespace dsv4cpu::detail

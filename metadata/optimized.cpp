@@ -2,14 +2,13 @@
 // once instead of looked up per token, slots advance page by page instead of dividing per
 // element, rows are filled in runs, and large steps split their tokens over OpenMP threads (each
 // output element is written by exactly one thread, so results do not depend on the count).
-#include "metadata/optimized.hpp"
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
+#include "args/compressor.hpp"
+#include "args/metadata.hpp"
 #include "metadata/common.hpp"
-#include "optimized/compressor.hpp"
 #include "optimized/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {

@@ -1,11 +1,10 @@
 // Reference metadata builders (metadata.md): each output element from the spec's per-token
 // formula, the token's request looked up per token.
-#include "metadata/reference.hpp"
-
 #include <algorithm>
 
+#include "args/compressor.hpp"
+#include "args/metadata.hpp"
 #include "metadata/common.hpp"
-#include "reference/compressor.hpp"
 
 namespace dsv4cpu::detail {
 

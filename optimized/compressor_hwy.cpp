@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include "core/check.hpp"
-#include "optimized/compressor.hpp"
+#include "args/compressor.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -237,7 +237,6 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "optimized/parallel.hpp"
-#include "reference/compressor.hpp"
 
 namespace dsv4cpu::detail::opt {
 

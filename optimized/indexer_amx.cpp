@@ -3,7 +3,6 @@
 // Isa::amx (the CPU, and the OS granting the tile data state).
 #include <immintrin.h>
 
-#include "optimized/indexer.hpp"
 #include "optimized/indexer_amx.hpp"
 #include "optimized/indexer_avx512.hpp"
 

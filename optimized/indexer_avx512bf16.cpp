@@ -10,7 +10,6 @@
 
 #include <utility>
 
-#include "optimized/indexer.hpp"
 #include "optimized/indexer_avx512.hpp"
 
 namespace dsv4cpu::detail::opt {

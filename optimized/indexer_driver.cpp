@@ -10,11 +10,11 @@
 #include <memory>
 #include <vector>
 
+#include "args/indexer.hpp"
 #include "dsv4cpu/numerics.hpp"
-#include "optimized/indexer.hpp"
+#include "optimized/indexer_logits.hpp"
 #include "optimized/parallel.hpp"
 #include "optimized/topk.hpp"
-#include "reference/indexer.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {

@@ -10,9 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "args/indexer.hpp"
 #include "core/check.hpp"
 #include "dsv4cpu/numerics.hpp"
-#include "optimized/indexer.hpp"
+#include "optimized/indexer_logits.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/indexer_hwy.cpp"

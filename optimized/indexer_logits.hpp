@@ -49,6 +49,11 @@ struct LogitsKernel {
   void (*thread_end)();
 };
 
+// The logits kernels (optimized/indexer_amx.cpp, indexer_avx512bf16.cpp, indexer_hwy.cpp).
+const LogitsKernel& amx_logits_kernel();
+const LogitsKernel& avx512bf16_logits_kernel();
+const LogitsKernel& hwy_logits_kernel();
+
 // fp8_paged_mqa_logits with the given kernel.
 void run_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx, const LogitsKernel& k);
 // indexer_topk with the given kernel and the optimized selection (topk.hpp).

@@ -19,11 +19,10 @@
 #include <limits>
 #include <vector>
 
+#include "args/indexer.hpp"
 #include "core/check.hpp"
 #include "dsv4cpu/numerics.hpp"
-#include "optimized/indexer.hpp"
 #include "optimized/topk.hpp"
-#include "reference/indexer.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/topk_hwy.cpp"

@@ -13,10 +13,10 @@
 #include <set>
 #include <utility>
 
+#include "args/compressor.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "generators.hpp"
-#include "optimized/compressor.hpp"
 #include "prop_util.hpp"
 
 namespace dsv4cpu::prop {

@@ -1,5 +1,5 @@
 // Reference KV compressor (compressor.md). Scalar fp32, the spec's evaluation orders verbatim.
-#include "reference/compressor.hpp"
+#include "args/compressor.hpp"
 
 #include <algorithm>
 #include <cmath>

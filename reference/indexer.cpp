@@ -1,5 +1,5 @@
 // Reference lightning indexer (indexer.md §2, §4, §7). Scalar fp32, the spec's orders verbatim.
-#include "reference/indexer.hpp"
+#include "args/indexer.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "reference/indexer.hpp"
+#include "args/indexer.hpp"
 
 namespace dsv4cpu::detail::ref {
 

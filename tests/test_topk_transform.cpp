@@ -10,8 +10,8 @@
 #include <tuple>
 #include <vector>
 
+#include "args/indexer.hpp"
 #include "dsv4cpu/indexer.hpp"
-#include "reference/indexer.hpp"
 #include "testing/caches.hpp"
 #include "testing/gtest.hpp"
 
