@@ -35,8 +35,8 @@ void run_op(const char* op, Args& args, const Options& o, Validate&& validate) {
   v.run(args, RunContext{o.check_finite, o.num_threads});
 }
 
-// run_op with the op's own validate(Args&, const Options&) (api/<area>_validate.hpp), found by
-// argument-dependent lookup.
+// run_op with the op's own validate(Args&, const Options&), defined before its entry point in
+// api/<op>.cpp and found by argument-dependent lookup.
 template <class Args>
 void run(const char* op, Args& args, const Options& o) {
   run_op(op, args, o, [](Args& a, const Options& opts) { validate(a, opts); });

@@ -93,4 +93,26 @@ class ColumnRuns {
   int64_t r_ = -1, lo_ = 0, hi_ = -1;
 };
 
+// Token t as the referrer: "positions[t] = <position>".
+inline BlockTableReferrer by_position(int64_t position, int64_t t) {
+  return {"positions", {t}, position, ""};
+}
+
+// Tokens t < T reading the columns [first(p), last(p)] of row token_to_req[t], p = positions[t]
+// (metadata.md §3: one column, §6: the window's columns), in token order.
+template <class First, class Last>
+void check_token_columns(const char* op, const TensorView& positions,
+                         const TensorView& token_to_req, const TensorView& block_table,
+                         int64_t block_size, int64_t T, First&& first, Last&& last) {
+  with_data(positions, token_to_req, [&](const auto* pos, const auto* req) {
+    const BlockTableRefs refs(op, block_table, block_size);
+    ColumnRuns runs(refs);
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t p = pos[t];
+      runs.check(req[t], refs.column(first(p)), refs.column(last(p)),
+                 [&] { return by_position(p, t); });
+    }
+  });
+}
+
 }  // namespace dsv4cpu::detail

@@ -74,11 +74,23 @@ void check_compress_ratio(const char* op, int64_t ratio) {
     fail_value(op, "compress_ratio", str(ratio), "unsupported compress ratio", "4 or 128");
 }
 
+void check_max_model_len(const char* op, int64_t max_model_len) {
+  if (max_model_len < 1)
+    fail_value(op, "max_model_len", str(max_model_len), "not a positive length",
+               "max_model_len >= 1");
+}
+
 int64_t check_query_start_loc_shape(const char* op, const TensorView& qsl) {
   check_index_array(op, "query_start_loc", qsl, {kAny});
   if (qsl.size(0) < 1)
     fail_shape(op, "query_start_loc", qsl, "I32 or I64 [R + 1] with R >= 0, contiguous");
   return qsl.size(0) - 1;
+}
+
+void check_num_tokens_padded(const char* op, int64_t padded, int64_t T) {
+  if (padded < T)
+    fail_value(op, "num_tokens_padded", str(padded), "fewer entries than tokens",
+               "num_tokens_padded >= T = " + str(T));
 }
 
 int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi) {
@@ -250,6 +262,10 @@ void check_covered_blocks(const char* op, const char* name, const TensorView& ta
       if (id >= upper.value)
         fail<IndexError>(op, name, {b, c}, str(id), upper.problem, upper.expected);
     }
+}
+
+Limit blocks_in_cache(int64_t num_pages) {
+  return {num_pages, "block id beyond the cache", "block id < " + str(num_pages) + " = num_pages"};
 }
 
 }  // namespace dsv4cpu::detail

@@ -20,11 +20,16 @@ void check_block_size(const char* op, const char* name, int64_t value);
 void check_power_of_two(const char* op, const char* name, int64_t value);
 // "compress_ratio = 8: unsupported compress ratio (expected 4 or 128)", ValueError.
 void check_compress_ratio(const char* op, int64_t ratio);
+// "max_model_len = 0: not a positive length (expected max_model_len >= 1)", ValueError.
+void check_max_model_len(const char* op, int64_t max_model_len);
 
 // ---- (b) shapes ----
 
 // query_start_loc I32 or I64 [R + 1], R >= 0, contiguous; returns R.
 int64_t check_query_start_loc_shape(const char* op, const TensorView& qsl);
+// num_tokens_padded, given by an output's extent (metadata.md §1), >= T: "num_tokens_padded = 3:
+// fewer entries than tokens (expected num_tokens_padded >= T = 4)", ValueError.
+void check_num_tokens_padded(const char* op, int64_t padded, int64_t T);
 
 // ---- (d) index elements ----
 
@@ -43,7 +48,8 @@ struct Limit {
 };
 
 // query_start_loc[0] = 0 ("does not start at 0") and non-decreasing ("decreasing"); returns
-// T = query_start_loc[R].
+// T = query_start_loc[R]. An op that learns T here checks the extents tied to T (outputs of T
+// rows, token_slot_mapping, num_tokens_padded) right after, before its other element checks.
 int64_t check_query_start_loc(const char* op, const TensorView& qsl, int64_t R);
 // seq_lens[r] >= query_start_loc[r + 1] - query_start_loc[r] for a checked query_start_loc:
 // "shorter than its request's query tokens".
@@ -104,6 +110,9 @@ void check_pages_fit(const char* op, const char* name, const TensorView& lengths
 // [0, upper.value): "negative block id in the covered range" (expected ">= 0"), or upper's words.
 void check_covered_blocks(const char* op, const char* name, const TensorView& table,
                           const std::vector<int64_t>& covered, const Limit& upper);
+// The block ids of a cache of `num_pages` pages, as check_covered_blocks' upper limit: "block id
+// beyond the cache" (expected "block id < 8 = num_pages").
+Limit blocks_in_cache(int64_t num_pages);
 
 // ceil(L / P) without overflow (L >= 0, P >= 1).
 inline int64_t pages_for(int64_t L, int64_t P) { return L / P + (L % P != 0 ? 1 : 0); }

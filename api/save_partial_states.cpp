@@ -1,0 +1,83 @@
+// save_partial_states (compressor.md §3): the validation (bad-input.md §1.4 order, §4 tables), run
+// before any variant so that every variant throws the same error, and the public entry point: pack
+// the arguments, detail::run (api/registry.hpp).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/registry.hpp"
+#include "args/compressor.hpp"
+#include "core/check.hpp"
+#include "core/check_finite.hpp"
+#include "core/check_index.hpp"
+
+namespace dsv4cpu {
+namespace detail {
+
+void validate(SavePartialStatesArgs& a, const Options& o) {
+  constexpr const char* op = "save_partial_states";
+  // (b) shapes; r and SW come from ape (bad-input.md §3).
+  check_array(op, "ape", a.ape, {DType::F32}, {kAny, kAny}, Layout::contiguous);
+  a.r = a.ape.size(0);
+  a.SW = a.ape.size(1);
+  if (a.r != 4 && a.r != 128)
+    fail_value(op, "ape.shape[0]", std::to_string(a.r), "unsupported compress ratio r",
+               "r = 4 or 128");
+  if (a.SW != 128 && a.SW != 256 && a.SW != 512 && a.SW != 1024)
+    fail_value(op, "ape.shape[1]", std::to_string(a.SW), "unsupported state width SW",
+               "SW = coff * HD in {128, 256, 512, 1024}");
+  check_array(op, "kv", a.kv, {DType::F32}, {kAny, a.SW}, Layout::unit_inner);
+  a.N = a.kv.size(0);
+  check_array(op, "score", a.score, {DType::F32}, {a.N, a.SW}, Layout::unit_inner);
+  check_index_array(op, "positions", a.positions, {a.N});
+  check_array(op, "state_cache", a.state_cache, {DType::F32}, {kAny, kAny, 2 * a.SW},
+              Layout::rows_contiguous);
+  a.nb = a.state_cache.size(0);
+  a.sbs = a.state_cache.size(1);
+  check_index_array(op, "slot_mapping", a.slot_mapping, {a.N});
+  // (c) the in-place state cache against every input.
+  for (const auto& [name, in] : {std::pair{"kv", &a.kv},
+                                 {"score", &a.score},
+                                 {"ape", &a.ape},
+                                 {"positions", &a.positions},
+                                 {"slot_mapping", &a.slot_mapping}})
+    check_no_overlap(op, "state_cache", a.state_cache, name, *in);
+  // (d) index elements: positions, then slots (range and distinct valid slots, one pass).
+  check_positions(op, a.positions);
+  check_distinct_slots(op, "slot_mapping", a.slot_mapping,
+                       {a.nb, a.sbs, "the state cache", "rows"});
+  if (!o.check_finite) return;
+  // (e) the inputs read: kv and score rows of written tokens, the ape rows they use.
+  const IndexReader pos(a.positions), slot(a.slot_mapping);
+  auto row = [](const TensorView& v, int64_t t) { return v.ptr<const float>() + t * v.stride(0); };
+  for (const auto& [name, view] : {std::pair{"kv", &a.kv}, {"score", &a.score}})
+    for (int64_t t = 0; t < a.N; ++t)
+      if (slot(t) >= 0) check_finite_row(op, name, t, row(*view, t), a.SW);
+  const float* ape = a.ape.ptr<const float>();
+  std::vector<int64_t> ape_bad(static_cast<size_t>(a.r));  // first non-finite column per ape row
+  for (int64_t q = 0; q < a.r; ++q)
+    ape_bad[static_cast<size_t>(q)] = first_non_finite(ape + q * a.SW, a.SW);
+  for (int64_t t = 0; t < a.N; ++t) {
+    const int64_t q = pos(t) % a.r, i = ape_bad[static_cast<size_t>(q)];
+    if (slot(t) >= 0 && i < a.SW) fail_non_finite(op, "ape", {q, i}, ape[q * a.SW + i]);
+  }
+  // (f) the computed sums RN(score + ape) (finite inputs can overflow).
+  for (int64_t t = 0; t < a.N; ++t) {
+    if (slot(t) < 0) continue;
+    const float* s = row(a.score, t);
+    const float* e = ape + (pos(t) % a.r) * a.SW;
+    const int64_t i = first_non_finite_sum(s, e, a.SW);
+    if (i < a.SW) fail_computed(op, t, pos(t), "score + ape channel", i, s[i] + e[i]);
+  }
+}
+
+}  // namespace detail
+
+void save_partial_states(const TensorView& kv, const TensorView& score, const TensorView& ape,
+                         const TensorView& positions, const TensorView& state_cache,
+                         const TensorView& slot_mapping, const Options& options) {
+  detail::SavePartialStatesArgs a{kv, score, ape, positions, state_cache, slot_mapping};
+  detail::run("save_partial_states", a, options);
+}
+
+}  // namespace dsv4cpu
