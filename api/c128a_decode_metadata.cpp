@@ -66,11 +66,11 @@ int64_t c128a_decode_max_width(int64_t max_model_len) {
 }
 
 void c128a_decode_metadata(const TensorView& positions, const TensorView& token_to_req,
-                           const TensorView& block_table, int64_t max_model_len,
-                           int64_t block_size, int64_t num_decode_tokens,
-                           const TensorView& token_slot_mapping, const TensorView& decode_global,
-                           const TensorView& decode_lens, const TensorView& prefill_local,
-                           const Options& options) {
+                           const TensorView& block_table, int64_t max_model_len, int64_t block_size,
+                           int64_t num_decode_tokens, const TensorView& token_slot_mapping,
+                           const MutableTensorView& decode_global,
+                           const MutableTensorView& decode_lens,
+                           const MutableTensorView& prefill_local, const Options& options) {
   detail::C128aDecodeMetadataArgs a{positions,          token_to_req,  block_table,
                                     max_model_len,      block_size,    num_decode_tokens,
                                     token_slot_mapping, decode_global, decode_lens,

@@ -48,7 +48,7 @@ int64_t c128a_topk_width(int64_t max_model_len) {
 
 void c128a_topk_indices(const TensorView& positions, const TensorView& token_to_req,
                         const TensorView& block_table, int64_t max_model_len, int64_t block_size,
-                        const TensorView& indices, const Options& options) {
+                        const MutableTensorView& indices, const Options& options) {
   detail::C128aTopkIndicesArgs a{positions, token_to_req,  block_table, block_size,
                                  indices,   max_model_len, false};
   detail::run("c128a_topk_indices", a, options);
@@ -67,7 +67,7 @@ int64_t c128a_compact_width(const TensorView& positions) {
 
 void c128a_topk_indices_compact(const TensorView& positions, const TensorView& token_to_req,
                                 const TensorView& block_table, int64_t block_size,
-                                const TensorView& indices, const Options& options) {
+                                const MutableTensorView& indices, const Options& options) {
   detail::C128aTopkIndicesArgs a{positions, token_to_req, block_table, block_size, indices,
                                  0,         true};
   detail::run("c128a_topk_indices_compact", a, options);

@@ -122,8 +122,8 @@ void validate(C4aGlobalTopkIndicesArgs& a, const Options&) {
 
 void c4a_global_topk_indices(const TensorView& topk_indices, const TensorView& token_to_req,
                              const TensorView& block_table, int64_t block_size,
-                             const TensorView& token_slot_mapping, const TensorView& indices,
-                             const TensorView& lens, const Options& options) {
+                             const TensorView& token_slot_mapping, const MutableTensorView& indices,
+                             const MutableTensorView& lens, const Options& options) {
   detail::C4aGlobalTopkIndicesArgs a{topk_indices, token_to_req, block_table, block_size,
                                      token_slot_mapping, indices, lens};
   detail::run("c4a_global_topk_indices", a, options);

@@ -112,7 +112,7 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
 void compress_norm_rope_store(const TensorView& state_cache, const TensorView& gather_slots,
                               const TensorView& positions, const TensorView& kv_slot_mapping,
                               const TensorView& rms_norm_weight, const TensorView& cos_sin_cache,
-                              const TensorView& kv_cache, double rms_norm_eps,
+                              const MutableTensorView& kv_cache, double rms_norm_eps,
                               int64_t kv_cache_block_size, int64_t compress_ratio,
                               ScaleClamp scale_clamp, const Options& options) {
   constexpr const char* op = "compress_norm_rope_store";
@@ -124,14 +124,14 @@ void compress_norm_rope_store(const TensorView& state_cache, const TensorView& g
   detail::run(op, a, options);
 }
 
-void compress_norm_rope_store_indexer(const TensorView& state_cache,
-                                      const TensorView& gather_slots, const TensorView& positions,
+void compress_norm_rope_store_indexer(const TensorView& state_cache, const TensorView& gather_slots,
+                                      const TensorView& positions,
                                       const TensorView& kv_slot_mapping,
                                       const TensorView& rms_norm_weight,
-                                      const TensorView& cos_sin_cache, const TensorView& kv_cache,
-                                      double rms_norm_eps, int64_t kv_cache_block_size,
-                                      int64_t compress_ratio, ScaleClamp scale_clamp,
-                                      const Options& options) {
+                                      const TensorView& cos_sin_cache,
+                                      const MutableTensorView& kv_cache, double rms_norm_eps,
+                                      int64_t kv_cache_block_size, int64_t compress_ratio,
+                                      ScaleClamp scale_clamp, const Options& options) {
   constexpr const char* op = "compress_norm_rope_store_indexer";
   detail::CompressNormRopeStoreArgs a{op,           detail::kIndexerEntry, state_cache,
                                       gather_slots, positions,             kv_slot_mapping,

@@ -40,7 +40,7 @@ void validate(CompressedSlotMappingArgs& a, const Options&) {
 void compressed_slot_mapping(const TensorView& query_start_loc, const TensorView& seq_lens,
                              const TensorView& block_table, int64_t compress_ratio,
                              int64_t block_size, const TensorView& token_slot_mapping,
-                             const TensorView& slot_mapping, const Options& options) {
+                             const MutableTensorView& slot_mapping, const Options& options) {
   detail::CompressedSlotMappingArgs a{query_start_loc, seq_lens,           block_table,
                                       compress_ratio,  block_size,         token_slot_mapping,
                                       slot_mapping};

@@ -50,8 +50,8 @@ void validate(CompressorWindowSlotsArgs& a, const Options&) {
 
 void compressor_window_slots(const TensorView& positions, const TensorView& token_to_req,
                              const TensorView& block_table, int64_t block_size,
-                             int64_t compress_ratio, bool overlap, const TensorView& gather_slots,
-                             const Options& options) {
+                             int64_t compress_ratio, bool overlap,
+                             const MutableTensorView& gather_slots, const Options& options) {
   detail::CompressorWindowSlotsArgs a{positions,      token_to_req, block_table, block_size,
                                       compress_ratio, overlap,      gather_slots};
   detail::run("compressor_window_slots", a, options);

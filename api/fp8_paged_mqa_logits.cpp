@@ -85,7 +85,7 @@ void validate(Fp8PagedMqaLogitsArgs& a, const Options& o) {
 void fp8_paged_mqa_logits(const TensorView& q_fp8, const TensorView& kv_cache,
                           const TensorView& weights, const TensorView& seq_lens,
                           const TensorView& page_table, int64_t block_size, int64_t max_seq_len,
-                          const TensorView& logits, int64_t next_n, const Options& options) {
+                          const MutableTensorView& logits, int64_t next_n, const Options& options) {
   detail::Fp8PagedMqaLogitsArgs a{q_fp8,      kv_cache,    weights, seq_lens, page_table,
                                   block_size, max_seq_len, logits,  next_n};
   detail::run("fp8_paged_mqa_logits", a, options);

@@ -63,8 +63,9 @@ void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
 
 void fused_indexer_q_rope_quant(const TensorView& q, const TensorView& weights,
                                 const TensorView& positions, const TensorView& cos_sin_cache,
-                                float softmax_scale, float head_scale, const TensorView& q_fp8,
-                                const TensorView& weights_out, const Options& options) {
+                                float softmax_scale, float head_scale,
+                                const MutableTensorView& q_fp8,
+                                const MutableTensorView& weights_out, const Options& options) {
   detail::FusedIndexerQRopeQuantArgs a{q,          weights, positions,  cos_sin_cache,
                                        softmax_scale, head_scale, q_fp8, weights_out};
   detail::run("fused_indexer_q_rope_quant", a, options);
@@ -72,8 +73,8 @@ void fused_indexer_q_rope_quant(const TensorView& q, const TensorView& weights,
 
 void fused_indexer_q_rope_quant(const TensorView& q, const TensorView& weights,
                                 const TensorView& positions, const TensorView& cos_sin_cache,
-                                const TensorView& q_fp8, const TensorView& weights_out,
-                                const Options& options) {
+                                const MutableTensorView& q_fp8,
+                                const MutableTensorView& weights_out, const Options& options) {
   fused_indexer_q_rope_quant(q, weights, positions, cos_sin_cache, kIndexerSoftmaxScale,
                              kIndexerHeadScale, q_fp8, weights_out, options);
 }

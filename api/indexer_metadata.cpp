@@ -54,9 +54,8 @@ void validate(IndexerMetadataArgs& a, const Options&) {
 }  // namespace detail
 
 IndexerMetadata indexer_metadata(const TensorView& query_start_loc, const TensorView& seq_lens,
-                                 const TensorView& block_table, int64_t block_size,
-                                 int64_t next_n, const TensorView& slot_mapping,
-                                 const Options& options) {
+                                 const TensorView& block_table, int64_t block_size, int64_t next_n,
+                                 const MutableTensorView& slot_mapping, const Options& options) {
   IndexerMetadata result;
   detail::IndexerMetadataArgs a{query_start_loc, seq_lens,     block_table, block_size,
                                 next_n,          slot_mapping, &result};

@@ -73,7 +73,7 @@ void validate(IndexerTopkArgs& a, const Options& o) {
 void indexer_topk(const TensorView& q_fp8, const TensorView& weights,
                   const TensorView& query_start_loc, const TensorView& seq_lens,
                   const TensorView& block_table, const TensorView& kv_cache, int64_t block_size,
-                  TopkMode mode, const TensorView& topk_indices, const Options& options) {
+                  TopkMode mode, const MutableTensorView& topk_indices, const Options& options) {
   detail::IndexerTopkArgs a{q_fp8,       weights,  query_start_loc, seq_lens, block_table,
                             kv_cache,    block_size, mode,          topk_indices};
   detail::run("indexer_topk", a, options);

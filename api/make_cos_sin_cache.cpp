@@ -36,7 +36,7 @@ void validate(MakeCosSinCacheArgs& a, const Options&) {
 }  // namespace detail
 
 void make_cos_sin_cache(int64_t rows, double theta, const std::optional<YarnParams>& yarn,
-                        const TensorView& out) {
+                        const MutableTensorView& out) {
   detail::MakeCosSinCacheArgs a{rows, theta, yarn, out};
   detail::run("make_cos_sin_cache", a, Options{});
 }

@@ -31,7 +31,7 @@ void validate(MapLocalToGlobalSlotsArgs& a, const Options&) {
 
 void map_local_to_global_slots(const TensorView& local_indices, const TensorView& req_idx,
                                const TensorView& block_table, int64_t block_size,
-                               const TensorView& slots, const Options& options) {
+                               const MutableTensorView& slots, const Options& options) {
   detail::MapLocalToGlobalSlotsArgs a{local_indices, req_idx, block_table, block_size, slots};
   detail::run("map_local_to_global_slots", a, options);
 }

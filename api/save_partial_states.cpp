@@ -74,7 +74,7 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
 }  // namespace detail
 
 void save_partial_states(const TensorView& kv, const TensorView& score, const TensorView& ape,
-                         const TensorView& positions, const TensorView& state_cache,
+                         const TensorView& positions, const MutableTensorView& state_cache,
                          const TensorView& slot_mapping, const Options& options) {
   detail::SavePartialStatesArgs a{kv, score, ape, positions, state_cache, slot_mapping};
   detail::run("save_partial_states", a, options);

@@ -23,7 +23,7 @@ void validate(ShortContextTopkArgs& a, const Options&) {
 
 }  // namespace detail
 
-void short_context_topk(const TensorView& positions, const TensorView& topk_indices,
+void short_context_topk(const TensorView& positions, const MutableTensorView& topk_indices,
                         const Options& options) {
   detail::ShortContextTopkArgs a{positions, topk_indices};
   detail::run("short_context_topk", a, options);

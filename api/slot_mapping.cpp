@@ -34,7 +34,7 @@ void validate(SlotMappingArgs& a, const Options&) {
 
 void slot_mapping(const TensorView& positions, const TensorView& token_to_req,
                   const TensorView& block_table, int64_t block_size,
-                  const TensorView& slot_mapping, const Options& options) {
+                  const MutableTensorView& slot_mapping, const Options& options) {
   detail::SlotMappingArgs a{positions, token_to_req, block_table, block_size, slot_mapping};
   detail::run("slot_mapping", a, options);
 }

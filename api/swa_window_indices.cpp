@@ -44,7 +44,7 @@ void validate(SwaWindowIndicesArgs& a, const Options&) {
 
 void swa_window_indices(const TensorView& positions, const TensorView& token_to_req,
                         const TensorView& block_table, int64_t window, int64_t block_size,
-                        const TensorView& indices, const TensorView& lens,
+                        const MutableTensorView& indices, const MutableTensorView& lens,
                         const Options& options) {
   detail::SwaWindowIndicesArgs a{positions,  token_to_req, block_table, window,
                                  block_size, indices,      lens};

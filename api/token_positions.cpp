@@ -32,7 +32,7 @@ void validate(TokenPositionsArgs& a, const Options&) {
 }  // namespace detail
 
 void token_positions(const TensorView& query_start_loc, const TensorView& seq_lens,
-                     const TensorView& positions, const TensorView& token_to_req,
+                     const MutableTensorView& positions, const MutableTensorView& token_to_req,
                      const Options& options) {
   detail::TokenPositionsArgs a{query_start_loc, seq_lens, positions, token_to_req};
   detail::run("token_positions", a, options);

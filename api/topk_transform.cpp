@@ -72,7 +72,7 @@ TopkMode parse_topk_mode(const char* op, std::string_view text) {
 
 void topk_transform_512(const TensorView& scores, const TensorView& seq_lens,
                         const TensorView& page_table, int64_t page_size, TopkMode mode,
-                        const TensorView& raw_indices, const TensorView& page_indices,
+                        const MutableTensorView& raw_indices, const MutableTensorView& page_indices,
                         const Options& options) {
   detail::TopkTransformArgs a{scores,      seq_lens,     page_table, page_size, mode,
                               raw_indices, page_indices, 512};
@@ -81,8 +81,8 @@ void topk_transform_512(const TensorView& scores, const TensorView& seq_lens,
 
 void topk_transform_1024(const TensorView& scores, const TensorView& seq_lens,
                          const TensorView& page_table, int64_t page_size,
-                         const TensorView& raw_indices, const TensorView& page_indices,
-                         const Options& options) {
+                         const MutableTensorView& raw_indices,
+                         const MutableTensorView& page_indices, const Options& options) {
   detail::TopkTransformArgs a{scores,      seq_lens,     page_table, page_size, TopkMode::canonical,
                               raw_indices, page_indices, 1024};
   detail::run("topk_transform_1024", a, options);

@@ -13,7 +13,9 @@
 namespace dsv4cpu::detail {
 
 struct SavePartialStatesArgs {
-  TensorView kv, score, ape, positions, state_cache, slot_mapping;
+  TensorView kv, score, ape, positions;
+  MutableTensorView state_cache;
+  TensorView slot_mapping;
   // Derived by validation (compressor.md §3.2): r = ape.shape[0], SW = ape.shape[1],
   // state_cache [nb, sbs, 2·SW].
   int64_t N = 0, SW = 0, r = 0, nb = 0, sbs = 0;
@@ -22,7 +24,7 @@ struct SavePartialStatesArgs {
 struct MapLocalToGlobalSlotsArgs {
   TensorView local_indices, req_idx, block_table;
   int64_t block_size;
-  TensorView slots;
+  MutableTensorView slots;
   // Derived by validation.
   int64_t N = 0, K = 0;
 };
@@ -31,7 +33,7 @@ struct CompressorWindowSlotsArgs {
   TensorView positions, token_to_req, block_table;
   int64_t block_size, compress_ratio;
   bool overlap;
-  TensorView gather_slots;
+  MutableTensorView gather_slots;
   // Derived by validation: W = (1 + overlap)·r.
   int64_t N = 0, W = 0;
 };
@@ -54,8 +56,8 @@ inline constexpr EntryLayout kIndexerEntry{128, 64, 128, 128, 128, 4, true};
 struct CompressNormRopeStoreArgs {
   const char* op;  // the op's name, for messages
   EntryLayout layout;
-  TensorView state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight, cos_sin_cache,
-      kv_cache;
+  TensorView state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight, cos_sin_cache;
+  MutableTensorView kv_cache;
   double rms_norm_eps;
   int64_t kv_cache_block_size, compress_ratio;
   ScaleClamp scale_clamp;
@@ -71,7 +73,7 @@ struct MakeCosSinCacheArgs {
   int64_t rows;
   double theta;
   std::optional<YarnParams> yarn;
-  TensorView out;
+  MutableTensorView out;
 };
 
 // compressor.md §5: the token at position p >= 0 emits iff (p + 1) % r == 0 and its kv slot is

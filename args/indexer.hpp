@@ -20,7 +20,7 @@ inline constexpr int64_t kIndexerEntryBytes = kIndexerHeadDim + 4;  // codes + r
 struct FusedIndexerQRopeQuantArgs {
   TensorView q, weights, positions, cos_sin_cache;
   float softmax_scale, head_scale;
-  TensorView q_fp8, weights_out;
+  MutableTensorView q_fp8, weights_out;
   // Derived by validation.
   int64_t T = 0, H = 0;
 };
@@ -40,7 +40,7 @@ inline void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* 
 struct Fp8PagedMqaLogitsArgs {
   TensorView q_fp8, kv_cache, weights, seq_lens, page_table;
   int64_t block_size, max_seq_len;
-  TensorView logits;
+  MutableTensorView logits;
   int64_t next_n;
   // Derived by validation: batch entries, heads, and whether seq_lens is [B, next_n].
   int64_t B = 0, H = 0;
@@ -82,7 +82,7 @@ struct TopkTransformArgs {
   TensorView scores, seq_lens, page_table;
   int64_t page_size;
   TopkMode mode;
-  TensorView raw_indices, page_indices;
+  MutableTensorView raw_indices, page_indices;
   int64_t K;  // selection width: 512, or 1024 (canonical only)
   // Derived by validation.
   int64_t B = 0, S = 0;
@@ -90,7 +90,8 @@ struct TopkTransformArgs {
 };
 
 struct ShortContextTopkArgs {
-  TensorView positions, topk_indices;
+  TensorView positions;
+  MutableTensorView topk_indices;
   int64_t T = 0;
 };
 
@@ -98,7 +99,7 @@ struct IndexerTopkArgs {
   TensorView q_fp8, weights, query_start_loc, seq_lens, block_table, kv_cache;
   int64_t block_size;
   TopkMode mode;
-  TensorView topk_indices;
+  MutableTensorView topk_indices;
   // Derived by validation: tokens, heads, requests, and the branch of indexer.md §7.2.
   int64_t T = 0, H = 0, R = 0;
   bool short_context = true;

@@ -13,7 +13,8 @@
 namespace dsv4cpu::detail {
 
 struct TokenPositionsArgs {
-  TensorView query_start_loc, seq_lens, positions, token_to_req;
+  TensorView query_start_loc, seq_lens;
+  MutableTensorView positions, token_to_req;
   // Derived by validation.
   int64_t R = 0, T = 0;
 };
@@ -21,7 +22,7 @@ struct TokenPositionsArgs {
 struct SlotMappingArgs {
   TensorView positions, token_to_req, block_table;
   int64_t block_size;
-  TensorView slot_mapping;
+  MutableTensorView slot_mapping;
   // Derived by validation: T tokens, `padded` = num_tokens_padded.
   int64_t T = 0, padded = 0;
 };
@@ -37,7 +38,8 @@ struct SplitDecodesAndPrefillsArgs {
 struct CompressedSlotMappingArgs {
   TensorView query_start_loc, seq_lens, block_table;
   int64_t compress_ratio, block_size;
-  TensorView token_slot_mapping, slot_mapping;
+  TensorView token_slot_mapping;
+  MutableTensorView slot_mapping;
   // Derived by validation.
   int64_t R = 0, T = 0, padded = 0;
 };
@@ -45,7 +47,7 @@ struct CompressedSlotMappingArgs {
 struct SwaWindowIndicesArgs {
   TensorView positions, token_to_req, block_table;
   int64_t window, block_size;
-  TensorView indices, lens;
+  MutableTensorView indices, lens;
   // Derived by validation.
   int64_t T = 0;
 };
@@ -54,7 +56,7 @@ struct SwaWindowIndicesArgs {
 struct C128aTopkIndicesArgs {
   TensorView positions, token_to_req, block_table;
   int64_t block_size;
-  TensorView indices;
+  MutableTensorView indices;
   int64_t max_model_len;  // c128a_topk_indices: the width is ceil(max_model_len / 128)
   bool compact;           // c128a_topk_indices_compact: any width, no max_model_len
   // Derived by validation: T tokens, W columns (every token's n_t <= W).
@@ -64,7 +66,8 @@ struct C128aTopkIndicesArgs {
 struct C128aDecodeMetadataArgs {
   TensorView positions, token_to_req, block_table;
   int64_t max_model_len, block_size, num_decode_tokens;
-  TensorView token_slot_mapping, decode_global, decode_lens, prefill_local;
+  TensorView token_slot_mapping;
+  MutableTensorView decode_global, decode_lens, prefill_local;
   // Derived by validation: T tokens, W = the active width (every token's n_t <= W).
   int64_t T = 0, W = 0;
 };
@@ -72,7 +75,8 @@ struct C128aDecodeMetadataArgs {
 struct C4aGlobalTopkIndicesArgs {
   TensorView topk_indices, token_to_req, block_table;
   int64_t block_size;
-  TensorView token_slot_mapping, indices, lens;
+  TensorView token_slot_mapping;
+  MutableTensorView indices, lens;
   // Derived by validation.
   int64_t T = 0, K = 0;
 };
@@ -80,7 +84,7 @@ struct C4aGlobalTopkIndicesArgs {
 struct IndexerMetadataArgs {
   TensorView query_start_loc, seq_lens, block_table;
   int64_t block_size, next_n;
-  TensorView slot_mapping;
+  MutableTensorView slot_mapping;
   IndexerMetadata* result;
   // Derived by validation.
   int64_t R = 0, T = 0, padded = 0;

@@ -38,7 +38,7 @@ const std::vector<float>& cos_sin_table() {
   static const std::vector<float> table = [] {
     std::vector<float> t(static_cast<size_t>(kTableRows * 64));
     make_cos_sin_cache(kTableRows, 160000.0, YarnParams{},
-                       TensorView(t.data(), DType::F32, {kTableRows, 64}));
+                       MutableTensorView(t.data(), DType::F32, {kTableRows, 64}));
     return t;
   }();
   return table;
@@ -93,7 +93,7 @@ Prepare save_partial_states_shape(const Head& h, const BatchShape& s) {
                           TensorView(kv_score->data() + SW, DType::F32, {N, SW}, {2 * SW, 1}),
                           TensorView(ape->data(), DType::F32, {h.r, SW}),
                           TensorView(pos->data(), DType::I64, {N}),
-                          TensorView(state->data(), DType::F32, {st.nb, h.sbs, 2 * SW}),
+                          MutableTensorView(state->data(), DType::F32, {st.nb, h.sbs, 2 * SW}),
                           TensorView(slots->data(), DType::I64, {N}), o);
     };
     // kv, score and ape rows read, state rows written, positions and slots read.
@@ -124,8 +124,8 @@ Prepare window_slots_shape(const Head& h, const BatchShape& s) {
     p.run = [=](const Options& o) {
       compressor_window_slots(TensorView(pos->data(), DType::I64, {N}),
                               TensorView(req->data(), DType::I32, {N}),
-                              TensorView(bt->data(), DType::I32, {R, MB}), h.sbs, h.r,
-                              h.coff == 2, TensorView(out->data(), DType::I64, {N, W}), o);
+                              TensorView(bt->data(), DType::I32, {R, MB}), h.sbs, h.r, h.coff == 2,
+                              MutableTensorView(out->data(), DType::I64, {N, W}), o);
     };
     p.bytes = N * (8 + 4 + W * (4 + 8));  // positions, requests, table entries read, slots written
     return p;
@@ -168,7 +168,7 @@ Prepare compress_shape(const Head& h, const BatchShape& s) {
       const TensorView gv(gather->data(), DType::I64, {N, W}), pv(pos->data(), DType::I64, {N});
       const TensorView kv(kv_slot->data(), DType::I64, {N}), wv(weight->data(), DType::F32, {h.hd});
       const TensorView tv(table.data(), DType::F32, {kTableRows, 64});
-      const TensorView cv(cache->data(), DType::U8, {nblk, page_bytes});
+      const MutableTensorView cv(cache->data(), DType::U8, {nblk, page_bytes});
       if (h.indexer)
         compress_norm_rope_store_indexer(sv, gv, pv, kv, wv, tv, cv, 1e-6, h.P, h.r,
                                          ScaleClamp::gpu, o);
@@ -215,7 +215,7 @@ Prepare map_slots_shape(const BatchShape& s) {
       map_local_to_global_slots(TensorView(local->data(), DType::I32, {N, K}),
                                 TensorView(req->data(), DType::I32, {N}),
                                 TensorView(bt->data(), DType::I32, {R, MB}), P,
-                                TensorView(out->data(), DType::I64, {N, K}), o);
+                                MutableTensorView(out->data(), DType::I64, {N, K}), o);
     };
     p.bytes = N * (4 + K * (4 + 4 + 8));  // request, locals and their table entries, slots
     return p;
@@ -248,7 +248,7 @@ void compressor_cases(Cases& out) {
     Prepared p;
     p.run = [table](const Options&) {
       make_cos_sin_cache(kTableRows, 160000.0, YarnParams{},
-                         TensorView(table->data(), DType::F32, {kTableRows, 64}));
+                         MutableTensorView(table->data(), DType::F32, {kTableRows, 64}));
     };
     p.bytes = kTableRows * 64 * 4;
     return p;

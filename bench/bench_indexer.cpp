@@ -77,7 +77,7 @@ Prepare logits_shape(int64_t batch, int64_t L) {
       fp8_paged_mqa_logits(TensorView(queries->q.data(), DType::F8_E4M3, {batch, kH, 128}),
                            cache->view(), TensorView(queries->w.data(), DType::F32, {batch, kH}),
                            TensorView(lens->data(), DType::I32, {batch}), cache->table(), kP, L,
-                           TensorView(logits->data(), DType::F32, {batch, L}), 1, o);
+                           MutableTensorView(logits->data(), DType::F32, {batch, L}), 1, o);
     };
     p.bytes = batch * (L * kEntry + kH * 128 + kH * 4 + cache->pages_per_row * 4 + 4 + L * 4);
     p.items = batch * L;  // keys scored
@@ -100,7 +100,8 @@ Prepare topk_shape(int64_t L, bool ascending, TopkMode mode) {
     p.run = [=](const Options& o) {
       topk_transform_512(TensorView(scores->data(), DType::F32, {1, L}),
                          TensorView(lens->data(), DType::I32, {1}), TensorView(), 1, mode,
-                         TensorView(raw->data(), DType::I32, {1, 512}), TensorView(), o);
+                         MutableTensorView(raw->data(), DType::I32, {1, 512}), MutableTensorView(),
+                         o);
     };
     p.bytes = L * 4 + 4 + 512 * 4;
     p.items = L;
@@ -122,8 +123,9 @@ Prepare indexer_topk_shape(int64_t batch, int64_t L) {
       indexer_topk(TensorView(queries->q.data(), DType::F8_E4M3, {batch, kH, 128}),
                    TensorView(queries->w.data(), DType::F32, {batch, kH}),
                    TensorView(qsl->data(), DType::I32, {batch + 1}),
-                   TensorView(lens->data(), DType::I32, {batch}), cache->table(), cache->view(),
-                   kP, TopkMode::canonical, TensorView(out->data(), DType::I32, {batch, 512}), o);
+                   TensorView(lens->data(), DType::I32, {batch}), cache->table(), cache->view(), kP,
+                   TopkMode::canonical, MutableTensorView(out->data(), DType::I32, {batch, 512}),
+                   o);
     };
     p.bytes = batch * (L * kEntry + kH * 128 + kH * 4 + cache->pages_per_row * 4 + 12 + 512 * 4);
     p.items = batch * L;
@@ -156,8 +158,8 @@ Prepare quant_shape(int64_t T) {
                                  TensorView(w->data(), DType::F32, {T, kH}),
                                  TensorView(pos->data(), DType::I64, {T}),
                                  TensorView(table->data(), DType::F32, {kRows, 64}),
-                                 TensorView(codes->data(), DType::F8_E4M3, {T, kH, 128}),
-                                 TensorView(w_out->data(), DType::F32, {T, kH}), o);
+                                 MutableTensorView(codes->data(), DType::F8_E4M3, {T, kH, 128}),
+                                 MutableTensorView(w_out->data(), DType::F32, {T, kH}), o);
     };
     p.bytes = T * (kH * 128 * 4 + kH * 4 + 8 + 64 * 4 + kH * 128 + kH * 4);
     p.items = T * kH;

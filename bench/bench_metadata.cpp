@@ -131,8 +131,8 @@ Prepared token_positions_run() {
   auto req = output<int32_t>(in.s.T);
   Prepared p;
   p.run = [=](const Options& o) {
-    token_positions(in.qsl(), in.seq(), TensorView(positions->data(), DType::I64, {in.s.T}),
-                    TensorView(req->data(), DType::I32, {in.s.T}), o);
+    token_positions(in.qsl(), in.seq(), MutableTensorView(positions->data(), DType::I64, {in.s.T}),
+                    MutableTensorView(req->data(), DType::I32, {in.s.T}), o);
   };
   p.bytes = in.request_bytes() + in.token_bytes();
   return p;
@@ -145,8 +145,8 @@ Prepared slot_mapping_run() {
   auto out = output<int64_t>(in.s.T);
   Prepared p;
   p.run = [=](const Options& o) {
-    slot_mapping(in.pos(), in.req(), bt->view(), kP, TensorView(out->data(), DType::I64, {in.s.T}),
-                 o);
+    slot_mapping(in.pos(), in.req(), bt->view(), kP,
+                 MutableTensorView(out->data(), DType::I64, {in.s.T}), o);
   };
   p.bytes = in.token_bytes() + bt->referenced_bytes() + in.s.T * 8;
   return p;
@@ -175,7 +175,7 @@ Prepared compressed_slot_mapping_run() {
   p.run = [=](const Options& o) {
     compressed_slot_mapping(in.qsl(), in.seq(), bt->view(), 4, kP,
                             TensorView(own->data(), DType::I64, {in.s.T}),
-                            TensorView(out->data(), DType::I64, {in.s.T}), o);
+                            MutableTensorView(out->data(), DType::I64, {in.s.T}), o);
   };
   p.bytes = in.request_bytes() + in.s.T * 8 + bt->referenced_bytes() + in.s.T * 8;
   return p;
@@ -195,8 +195,8 @@ Prepared swa_window_indices_run() {
   Prepared p;
   p.run = [=](const Options& o) {
     swa_window_indices(in.pos(), in.req(), bt->view(), kWindow, kP,
-                       TensorView(indices->data(), DType::I64, {in.s.T, kWindow}),
-                       TensorView(lens->data(), DType::I32, {in.s.T}), o);
+                       MutableTensorView(indices->data(), DType::I64, {in.s.T, kWindow}),
+                       MutableTensorView(lens->data(), DType::I32, {in.s.T}), o);
   };
   p.bytes = in.token_bytes() + bt->referenced_bytes() + in.s.T * (kWindow * 8 + 4);
   return p;
@@ -218,7 +218,7 @@ Prepared c128a_topk_run(bool compact) {
   auto indices = output<int64_t>(in.s.T * W);
   Prepared p;
   p.run = [=](const Options& o) {
-    const TensorView out(indices->data(), DType::I64, {in.s.T, W});
+    const MutableTensorView out(indices->data(), DType::I64, {in.s.T, W});
     if (compact)
       c128a_topk_indices_compact(in.pos(), in.req(), bt->view(), kPc128, out, o);
     else
@@ -241,9 +241,9 @@ Prepared c128a_decode_metadata_run() {
   p.run = [=](const Options& o) {
     c128a_decode_metadata(in.pos(), in.req(), bt->view(), kMaxModelLen, kPc128, nd,
                           TensorView(own->data(), DType::I64, {in.s.T}),
-                          TensorView(global->data(), DType::I64, {nd, W}),
-                          TensorView(lens->data(), DType::I32, {nd}),
-                          TensorView(local->data(), DType::I32, {np, W}), o);
+                          MutableTensorView(global->data(), DType::I64, {nd, W}),
+                          MutableTensorView(lens->data(), DType::I32, {nd}),
+                          MutableTensorView(local->data(), DType::I32, {np, W}), o);
   };
   p.bytes = in.token_bytes() + in.s.T * 8 + bt->referenced_bytes() + nd * (W * 8 + 4) +
             np * W * 4;
@@ -278,8 +278,8 @@ Prepared c4a_global_topk_indices_run() {
   p.run = [=](const Options& o) {
     c4a_global_topk_indices(TensorView(topk->data(), DType::I32, {in.s.T, kK}), in.req(),
                             bt->view(), kP, TensorView(own->data(), DType::I64, {in.s.T}),
-                            TensorView(indices->data(), DType::I64, {in.s.T, kK}),
-                            TensorView(lens->data(), DType::I32, {in.s.T}), o);
+                            MutableTensorView(indices->data(), DType::I64, {in.s.T, kK}),
+                            MutableTensorView(lens->data(), DType::I32, {in.s.T}), o);
   };
   p.bytes = in.s.T * (kK * 4 + 4 + 8) + bt->referenced_bytes() + in.s.T * (kK * 8 + 4);
   return p;
@@ -297,8 +297,9 @@ Prepared indexer_metadata_run() {
   auto slots = output<int64_t>(in.s.T);
   Prepared p;
   p.run = [=](const Options& o) {
-    benchmark::DoNotOptimize(indexer_metadata(in.qsl(), in.seq(), bt->view(), kP, 1,
-                                              TensorView(slots->data(), DType::I64, {in.s.T}), o));
+    benchmark::DoNotOptimize(
+        indexer_metadata(in.qsl(), in.seq(), bt->view(), kP, 1,
+                         MutableTensorView(slots->data(), DType::I64, {in.s.T}), o));
   };
   const int64_t np_tokens = in.s.T - kDecodes, np_reqs = in.s.R - kDecodes;
   // slot_mapping; compressed_seq_lens; decode_lens and decode_seq_lens; the chunk's

@@ -38,7 +38,7 @@ void TensorView::init(const void* data, DType dtype, int rank, const int64_t* sh
                       const int64_t* strides) {
   if (rank < 0 || rank > kMaxRank)
     bad_view("rank " + std::to_string(rank) + " (expected 0 <= rank <= 4)");
-  data_ = const_cast<void*>(data);
+  data_ = data;
   dtype_ = dtype;
   rank_ = rank;
   present_ = true;

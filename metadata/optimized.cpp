@@ -303,7 +303,7 @@ void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext
         MapLocalToGlobalSlotsArgs map{
             TensorView(topk + t0 * row_stride, a.topk_indices.dtype(), {n, K}, {row_stride, 1}),
             TensorView(req + t0, a.token_to_req.dtype(), {n}), a.block_table, a.block_size,
-            TensorView(indices + t0 * K, DType::I64, {n, K})};
+            MutableTensorView(indices + t0 * K, DType::I64, {n, K})};
         map.N = n;
         map.K = K;
         map_local_to_global_slots(map, one_thread);

@@ -141,16 +141,15 @@ void save_partial_states_property(const testing::Plan& plan) {
            static_cast<size_t>(2 * SW * 4));
   const IndexArray positions(pos, c.pos_dtype, N, kVector, 0, rng());
   const IndexArray slot_mapping(slots, c.slot_dtype, N, kVector, 0, rng());
-  check_against_reference(plan, "save_partial_states", state, writable,
-                          [&](const Options& o, std::vector<float>& st) {
-                            save_partial_states(
-                                TensorView(kv.data(), DType::F32, {N, SW}, {row, 1}),
-                                TensorView(score.data(), DType::F32, {N, SW}, {row, 1}),
-                                TensorView(ape.data(), DType::F32, {c.r, SW}), positions.view(),
-                                TensorView(st.data(), DType::F32, {nb, c.sbs, 2 * SW},
-                                           {page, 2 * SW, 1}),
-                                slot_mapping.view(), o);
-                          });
+  check_against_reference(
+      plan, "save_partial_states", state, writable, [&](const Options& o, std::vector<float>& st) {
+        save_partial_states(
+            TensorView(kv.data(), DType::F32, {N, SW}, {row, 1}),
+            TensorView(score.data(), DType::F32, {N, SW}, {row, 1}),
+            TensorView(ape.data(), DType::F32, {c.r, SW}), positions.view(),
+            MutableTensorView(st.data(), DType::F32, {nb, c.sbs, 2 * SW}, {page, 2 * SW, 1}),
+            slot_mapping.view(), o);
+      });
 }
 const bool kSavePartialStates =
     register_property("SavePartialStates", "EqualsReference", "save_partial_states", kOptimized,
@@ -221,7 +220,7 @@ void map_local_to_global_slots_property(const testing::Plan& plan) {
                           [&](const Options& o, std::vector<int64_t>& s) {
                             map_local_to_global_slots(
                                 locals.view(), req_idx.view(), c.table.array.view(), P,
-                                TensorView(s.data() + kGuard, DType::I64, {N, K}), o);
+                                MutableTensorView(s.data() + kGuard, DType::I64, {N, K}), o);
                           });
 }
 const bool kMapLocalToGlobalSlots =
@@ -506,7 +505,7 @@ void check_compress(const testing::Plan& plan, const CompressCase& c) {
   const TensorView table_view(table, DType::F32, {rows, 64});
   check_against_reference(
       plan, op, cache, writable, [&](const Options& o, std::vector<uint8_t>& kvc) {
-        const TensorView kv_view(kvc.data(), DType::U8, {nblk, page_bytes}, {stride, 1});
+        const MutableTensorView kv_view(kvc.data(), DType::U8, {nblk, page_bytes}, {stride, 1});
         if (c.indexer)
           compress_norm_rope_store_indexer(state_view, gather_slots.view(), positions.view(),
                                            kv_slot_mapping.view(), weight_view, table_view, kv_view,

@@ -172,7 +172,8 @@ void logits_property(const testing::Plan& plan) {
     std::vector<float> out(static_cast<size_t>(std::max<int64_t>(rows * S, 1)), 12345.0f);
     fp8_paged_mqa_logits(qv, kv.view(), TensorView(w.data(), DType::F32, {rows, H}), lens.view(),
                          c.table.array.view(), c.P, S,
-                         TensorView(out.data(), DType::F32, {rows, S}), c.next_n, run.options());
+                         MutableTensorView(out.data(), DType::F32, {rows, S}), c.next_n,
+                         run.options());
     for (int64_t r = 0; r < rows; ++r) {
       const std::string v = testing::logits_violation(&out[static_cast<size_t>(r * S)], S,
                                                       exact[static_cast<size_t>(r)]);
@@ -280,7 +281,7 @@ void indexer_topk_property(const testing::Plan& plan) {
     indexer_topk(TensorView(q.data(), DType::F8_E4M3, {T, H, 128}),
                  TensorView(w.data(), DType::F32, {T, H}), qsl_a.view(), lens.view(),
                  c.table.array.view(), kv.view(), c.P, c.mode,
-                 TensorView(out.data(), DType::I32, {T, width}), run.options());
+                 MutableTensorView(out.data(), DType::I32, {T, width}), run.options());
     for (int64_t t = 0; t < T; ++t) {
       const int32_t* row = &out[size_t(t * width)];
       if (short_step || L[size_t(t)] <= 512) {

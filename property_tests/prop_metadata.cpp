@@ -33,8 +33,9 @@ struct Output {
     bytes.resize(2 * kGuard + static_cast<size_t>(n) * dtype_size(dt));
     fill_garbage(rng, bytes.data(), bytes.size());
   }
-  TensorView view(std::vector<uint8_t>& storage) const {
-    return TensorView(storage.data() + kGuard, dtype, static_cast<int>(shape.size()), shape.data());
+  MutableTensorView view(std::vector<uint8_t>& storage) const {
+    return MutableTensorView(storage.data() + kGuard, dtype, static_cast<int>(shape.size()),
+                             shape.data());
   }
 };
 
@@ -212,7 +213,7 @@ void swa_window_indices_property(const testing::Plan& plan) {
   check_opt_against_ref(plan, "swa_window_indices", outs, [&](const Options& o, auto& s) {
     swa_window_indices(m.positions.view(), m.token_to_req.view(), c.table.array.view(), window,
                        c.table.block_size, outs[0].view(s[0]),
-                       with_lens ? outs[1].view(s[1]) : TensorView(), o);
+                       with_lens ? outs[1].view(s[1]) : MutableTensorView(), o);
     return std::string();
   });
 }

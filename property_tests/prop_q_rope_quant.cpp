@@ -98,8 +98,8 @@ void q_rope_quant_property(const testing::Plan& plan) {
                                  TensorView(w.data(), DType::F32, {c.T, c.H}), pos.view(),
                                  TensorView(table.data(), DType::F32, {c.R, 64}), softmax_scale,
                                  head_scale,
-                                 TensorView(codes.data(), DType::F8_E4M3, {c.T, c.H, 128}),
-                                 TensorView(w_out.data(), DType::F32, {c.T, c.H}), o);
+                                 MutableTensorView(codes.data(), DType::F8_E4M3, {c.T, c.H, 128}),
+                                 MutableTensorView(w_out.data(), DType::F32, {c.T, c.H}), o);
     });
   };
   std::vector<uint8_t> want_codes;

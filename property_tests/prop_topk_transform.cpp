@@ -165,9 +165,9 @@ void topk_transform_property(const testing::Plan& plan) {
     raw.assign(static_cast<size_t>(std::max<int64_t>(B * width, 1)), -7);
     pages = raw;
     const TensorView scores_v(scores.data(), DType::F32, {B, S});
-    const TensorView raw_v(raw.data(), DType::I32, {B, width});
-    const TensorView pages_v =
-        c.paged ? TensorView(pages.data(), DType::I32, {B, width}) : TensorView();
+    const MutableTensorView raw_v(raw.data(), DType::I32, {B, width});
+    const MutableTensorView pages_v =
+        c.paged ? MutableTensorView(pages.data(), DType::I32, {B, width}) : MutableTensorView();
     const TensorView table_v = c.paged ? c.table.array.view() : TensorView();
     const int64_t ps = c.paged ? c.table.block_size : 1;
     if (c.K == 512)

@@ -343,7 +343,7 @@ TEST(AmxVariant, LogitsWithinBoundOfExact) {
                          TensorView(w.data(), DType::F32, {1, H}),
                          TensorView(lens.data(), DType::I32, {1}),
                          TensorView(table.data(), DType::I32, {1, pages}), P, S,
-                         TensorView(out.data(), DType::F32, {1, S}), 1, run.options());
+                         MutableTensorView(out.data(), DType::F32, {1, S}), 1, run.options());
     EXPECT_TRUE(testing::holds(testing::logits_violation(out.data(), S, ex))) << run.label();
   });
 }

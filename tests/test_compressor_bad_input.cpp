@@ -127,13 +127,13 @@ TEST(CompressBadInput, Shapes) {
     }
     {  // page_bytes < P·entry bytes, page stride < page_bytes, kv_cache of the wrong dtype
       auto v = c.views();
-      v.kv_cache = TensorView(c.kv_cache.data(), DType::U8, {c.nblk, c.P * c.entry_bytes() - 1},
-                              {c.page_stride, 1});
+      v.kv_cache = MutableTensorView(c.kv_cache.data(), DType::U8,
+                                     {c.nblk, c.P * c.entry_bytes() - 1}, {c.page_stride, 1});
       expect_error(c, "ShapeError", &v);
-      v.kv_cache = TensorView(c.kv_cache.data(), DType::U8, {c.nblk, c.page_bytes},
-                              {c.page_bytes - 1, 1});
+      v.kv_cache = MutableTensorView(c.kv_cache.data(), DType::U8, {c.nblk, c.page_bytes},
+                                     {c.page_bytes - 1, 1});
       expect_error(c, "ShapeError", &v);
-      v.kv_cache = TensorView(c.kv_cache.data(), DType::I32, {c.nblk, c.page_bytes / 4});
+      v.kv_cache = MutableTensorView(c.kv_cache.data(), DType::I32, {c.nblk, c.page_bytes / 4});
       expect_error(c, "ShapeError", &v);
     }
     {  // the cos/sin table inside the kv cache (overlap)

@@ -54,8 +54,8 @@ struct SaveCase {
     slots.assign(static_cast<size_t>(N), -1);
   }
   float* row(int64_t g) { return state.data() + (g / sbs) * page_floats + (g % sbs) * 2 * SW; }
-  TensorView state_view() {
-    return TensorView(state.data(), DType::F32, {nb, sbs, 2 * SW}, {page_floats, 2 * SW, 1});
+  MutableTensorView state_view() {
+    return MutableTensorView(state.data(), DType::F32, {nb, sbs, 2 * SW}, {page_floats, 2 * SW, 1});
   }
   void run(const Options& o = {}) {
     save_partial_states(TensorView(kv.data(), DType::F32, {N, SW}),
@@ -241,7 +241,7 @@ TEST(SavePartialStatesBadInput, ShapesAndRatio) {
     expect_error(c, "ValueError");  // SW not in {128, 256, 512, 1024}
   }
   auto try_views = [](SaveCase& c, const TensorView& kv, const TensorView& score,
-                      const TensorView& ape, const TensorView& pos, const TensorView& state,
+                      const TensorView& ape, const TensorView& pos, const MutableTensorView& state,
                       const TensorView& slots) {
     testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
       const auto before = c.state;
@@ -253,9 +253,10 @@ TEST(SavePartialStatesBadInput, ShapesAndRatio) {
   };
   SaveCase c(2, 256, 4, 4, 4);
   c.slots = {0, 1};
-  const TensorView kv(c.kv.data(), DType::F32, {2, 256}), score(c.score.data(), DType::F32, {2, 256}),
-      ape(c.ape.data(), DType::F32, {4, 256}), pos(c.positions.data(), DType::I64, {2}),
-      slots(c.slots.data(), DType::I64, {2}), state = c.state_view();
+  const TensorView kv(c.kv.data(), DType::F32, {2, 256}),
+      score(c.score.data(), DType::F32, {2, 256}), ape(c.ape.data(), DType::F32, {4, 256}),
+      pos(c.positions.data(), DType::I64, {2}), slots(c.slots.data(), DType::I64, {2});
+  const MutableTensorView state = c.state_view();
   // kv: wrong width, row stride below SW, non-unit column stride, wrong dtype.
   try_views(c, TensorView(c.kv.data(), DType::F32, {2, 128}), score, ape, pos, state, slots);
   try_views(c, TensorView(c.kv.data(), DType::F32, {2, 256}, {255, 1}), score, ape, pos, state,
@@ -275,13 +276,15 @@ TEST(SavePartialStatesBadInput, ShapesAndRatio) {
             state, slots);
   // state_cache: wrong row width, row stride != 2·SW, page stride below the packed page, 2-D.
   try_views(c, kv, score, ape, pos,
-            TensorView(c.state.data(), DType::F32, {4, 4, 256}, {c.page_floats, 256, 1}), slots);
-  try_views(c, kv, score, ape, pos,
-            TensorView(c.state.data(), DType::F32, {4, 4, 512}, {c.page_floats, 513, 1}), slots);
-  try_views(c, kv, score, ape, pos,
-            TensorView(c.state.data(), DType::F32, {4, 4, 512}, {2047, 512, 1}), slots);
-  try_views(c, kv, score, ape, pos, TensorView(c.state.data(), DType::F32, {4, c.page_floats}),
+            MutableTensorView(c.state.data(), DType::F32, {4, 4, 256}, {c.page_floats, 256, 1}),
             slots);
+  try_views(c, kv, score, ape, pos,
+            MutableTensorView(c.state.data(), DType::F32, {4, 4, 512}, {c.page_floats, 513, 1}),
+            slots);
+  try_views(c, kv, score, ape, pos,
+            MutableTensorView(c.state.data(), DType::F32, {4, 4, 512}, {2047, 512, 1}), slots);
+  try_views(c, kv, score, ape, pos,
+            MutableTensorView(c.state.data(), DType::F32, {4, c.page_floats}), slots);
   // kv inside the state cache (overlap with the in-place buffer).
   try_views(c, TensorView(c.state.data() + 100, DType::F32, {2, 256}), score, ape, pos, state,
             slots);

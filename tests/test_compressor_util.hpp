@@ -76,7 +76,8 @@ struct CompressCase {
 
   struct Views {
     TensorView state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight,
-        cos_sin_cache, kv_cache;
+        cos_sin_cache;
+    MutableTensorView kv_cache;
   };
   Views views() {
     return {TensorView(state.data(), DType::F32, {nb, sbs, 2 * SW()}, {page_floats, 2 * SW(), 1}),
@@ -85,7 +86,7 @@ struct CompressCase {
             TensorView(kv_slot.data(), DType::I64, {N}),
             TensorView(weight.data(), DType::F32, {hd}),
             TensorView(cos_sin.data(), DType::F32, {R, 64}),
-            TensorView(kv_cache.data(), DType::U8, {nblk, page_bytes}, {page_stride, 1})};
+            MutableTensorView(kv_cache.data(), DType::U8, {nblk, page_bytes}, {page_stride, 1})};
   }
   // Calls the op of this head with `v` and this case's scalars.
   void run(const Views& v, const Options& o = {}) const {

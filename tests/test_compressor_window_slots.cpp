@@ -30,12 +30,13 @@ struct WindowCase {
         r32(token_to_req.begin(), token_to_req.end()), b32(block_table.begin(), block_table.end());
     const bool i32 = index_type == DType::I32;
     compressor_window_slots(
-        TensorView(i32 ? static_cast<const void*>(p32.data()) : positions.data(), index_type, {N()}),
+        TensorView(i32 ? static_cast<const void*>(p32.data()) : positions.data(), index_type,
+                   {N()}),
         TensorView(i32 ? static_cast<const void*>(r32.data()) : token_to_req.data(), index_type,
                    {N()}),
         TensorView(i32 ? static_cast<const void*>(b32.data()) : block_table.data(), index_type,
                    {R, MB}),
-        block_size, ratio, overlap, TensorView(out.data(), DType::I64, {N(), W()}), o);
+        block_size, ratio, overlap, MutableTensorView(out.data(), DType::I64, {N(), W()}), o);
   }
 };
 
@@ -166,18 +167,19 @@ TEST(CompressorWindowSlotsBadInput, Shapes) {
     const Options o = run.options();
     // W = 8 expected; an I32 output; token_to_req of another length; positions inside the output.
     EXPECT_THROW(compressor_window_slots(pos, req, bt, 4, 4, true,
-                                         TensorView(out.data(), DType::I64, {3, 4}), o),
+                                         MutableTensorView(out.data(), DType::I64, {3, 4}), o),
                  ShapeError);
     EXPECT_THROW(compressor_window_slots(pos, req, bt, 4, 4, true,
-                                         TensorView(out.data(), DType::I32, {3, 8}), o),
+                                         MutableTensorView(out.data(), DType::I32, {3, 8}), o),
                  ShapeError);
-    EXPECT_THROW(compressor_window_slots(pos, TensorView(c.token_to_req.data(), DType::I64, {2}),
-                                         bt, 4, 4, true, TensorView(out.data(), DType::I64, {3, 8}),
-                                         o),
-                 ShapeError);
-    EXPECT_THROW(compressor_window_slots(TensorView(out.data() + 4, DType::I64, {3}), req, bt, 4, 4,
-                                         true, TensorView(out.data(), DType::I64, {3, 8}), o),
-                 ShapeError);
+    EXPECT_THROW(
+        compressor_window_slots(pos, TensorView(c.token_to_req.data(), DType::I64, {2}), bt, 4, 4,
+                                true, MutableTensorView(out.data(), DType::I64, {3, 8}), o),
+        ShapeError);
+    EXPECT_THROW(
+        compressor_window_slots(TensorView(out.data() + 4, DType::I64, {3}), req, bt, 4, 4, true,
+                                MutableTensorView(out.data(), DType::I64, {3, 8}), o),
+        ShapeError);
     EXPECT_EQ(out, std::vector<int64_t>(24, 777)) << run.label();
   });
 }

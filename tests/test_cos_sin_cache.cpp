@@ -21,7 +21,7 @@ float from_bits(uint32_t b) {
 
 std::vector<float> table(int64_t rows, double theta, const std::optional<YarnParams>& yarn) {
   std::vector<float> out(static_cast<size_t>(rows * 64), -7.0f);
-  make_cos_sin_cache(rows, theta, yarn, TensorView(out.data(), DType::F32, {rows, 64}));
+  make_cos_sin_cache(rows, theta, yarn, MutableTensorView(out.data(), DType::F32, {rows, 64}));
   return out;
 }
 
@@ -108,18 +108,19 @@ TEST(MakeCosSinCache, LowEqualsHighAddsOneThousandth) {
 }
 
 TEST(MakeCosSinCache, ZeroRowsIsNoOp) {
-  EXPECT_NO_THROW(make_cos_sin_cache(0, 10000, std::nullopt,
-                                     TensorView(nullptr, DType::F32, {0, 64})));
+  EXPECT_NO_THROW(
+      make_cos_sin_cache(0, 10000, std::nullopt, MutableTensorView(nullptr, DType::F32, {0, 64})));
 }
 
 TEST(MakeCosSinCache, BadArguments) {
   std::vector<float> out(64 * 4, -7.0f);
-  const TensorView v(out.data(), DType::F32, {4, 64});
+  const MutableTensorView v(out.data(), DType::F32, {4, 64});
   const double nan = std::numeric_limits<double>::quiet_NaN();
   auto value_error = [&](int64_t rows, double theta, std::optional<YarnParams> y) {
-    EXPECT_THROW(make_cos_sin_cache(rows, theta, y, TensorView(out.data(), DType::F32,
-                                                               {rows < 0 ? 0 : 4, 64})),
-                 ValueError)
+    EXPECT_THROW(
+        make_cos_sin_cache(rows, theta, y,
+                           MutableTensorView(out.data(), DType::F32, {rows < 0 ? 0 : 4, 64})),
+        ValueError)
         << rows << " " << theta;
   };
   value_error(-1, 10000, std::nullopt);
@@ -141,12 +142,13 @@ TEST(MakeCosSinCache, BadArguments) {
                  "dsv4cpu::make_cos_sin_cache: theta = 0.5: outside its domain (expected finite "
                  "and > 1)");
   }
-  EXPECT_THROW(make_cos_sin_cache(4, 10000, std::nullopt, TensorView(out.data(), DType::F32, {3, 64})),
+  EXPECT_THROW(make_cos_sin_cache(4, 10000, std::nullopt,
+                                  MutableTensorView(out.data(), DType::F32, {3, 64})),
                ShapeError);
   EXPECT_THROW(make_cos_sin_cache(2, 10000, std::nullopt,
-                                  TensorView(out.data(), DType::F32, {2, 64}, {128, 1})),
+                                  MutableTensorView(out.data(), DType::F32, {2, 64}, {128, 1})),
                ShapeError);
-  EXPECT_THROW(make_cos_sin_cache(4, 10000, std::nullopt, TensorView()), ShapeError);
+  EXPECT_THROW(make_cos_sin_cache(4, 10000, std::nullopt, MutableTensorView()), ShapeError);
   EXPECT_EQ(out, std::vector<float>(64 * 4, -7.0f));
 }
 

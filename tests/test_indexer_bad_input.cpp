@@ -50,8 +50,9 @@ struct QFix {
   std::vector<float> w_out = std::vector<float>(4, -5.0f);
   float softmax_scale = kIndexerSoftmaxScale, head_scale = kIndexerHeadScale;
   TensorView vq{q.data(), DType::F32, {2, 2, 128}}, vw{w.data(), DType::F32, {2, 2}},
-      vpos{pos.data(), DType::I64, {2}}, vtable{table.data(), DType::F32, {4, 64}},
-      vcodes{codes.data(), DType::F8_E4M3, {2, 2, 128}}, vwout{w_out.data(), DType::F32, {2, 2}};
+      vpos{pos.data(), DType::I64, {2}}, vtable{table.data(), DType::F32, {4, 64}};
+  MutableTensorView vcodes{codes.data(), DType::F8_E4M3, {2, 2, 128}},
+      vwout{w_out.data(), DType::F32, {2, 2}};
   Options o;
   void call() const {
     fused_indexer_q_rope_quant(vq, vw, vpos, vtable, softmax_scale, head_scale, vcodes, vwout, o);
@@ -105,18 +106,18 @@ TEST(FusedIndexerQRopeQuantBadInput, Shapes) {
                kQ + "cos_sin_cache: dtype F32, shape [2, 64], strides [128, 1] (expected F32 [*, "
                     "64], contiguous)");
   QFix e;
-  e.vcodes = TensorView(e.codes.data(), DType::U8, {2, 2, 128});
+  e.vcodes = MutableTensorView(e.codes.data(), DType::U8, {2, 2, 128});
   expect_error(e, "ShapeError",
                kQ + "q_fp8: dtype U8, shape [2, 2, 128], strides [256, 128, 1] (expected F8_E4M3 "
                     "[2, 2, 128], contiguous)");
   QFix g;
-  g.vwout = TensorView();
+  g.vwout = MutableTensorView();
   expect_error(g, "ShapeError", kQ + "weights_out: missing (expected F32 [2, 2], contiguous)");
 }
 
 TEST(FusedIndexerQRopeQuantBadInput, OutputOverlapsInput) {
   QFix a;
-  a.vwout = TensorView(a.w.data(), DType::F32, {2, 2});
+  a.vwout = MutableTensorView(a.w.data(), DType::F32, {2, 2});
   expect_error(a, "ShapeError",
                kQ + "weights_out: memory overlaps input weights (expected an output that does not "
                     "overlap any input)");
@@ -191,7 +192,8 @@ struct LFix {
   int64_t block_size = P, max_seq_len = S, next_n = 1;
   TensorView vq{q.data(), DType::F8_E4M3, {B, H, 128}},
       vkv = kv.view(), vw{w.data(), DType::F32, {B, H}}, vlens{seq_lens.data(), DType::I32, {B}},
-      vtable{table.data(), DType::I32, {B, MP}}, vlogits{logits.data(), DType::F32, {B, S}};
+      vtable{table.data(), DType::I32, {B, MP}};
+  MutableTensorView vlogits{logits.data(), DType::F32, {B, S}};
   Options o;
   void call() const {
     fp8_paged_mqa_logits(vq, vkv, vw, vlens, vtable, block_size, max_seq_len, vlogits, next_n, o);
@@ -262,7 +264,7 @@ TEST(Fp8PagedMqaLogitsBadInput, QueryWeightsLengthsTableShapes) {
                kL + "page_table: dtype I32, shape [2, 3], strides [2, 1] (expected I32 or I64 [2, "
                     "*], contiguous rows, dim-0 stride >= row size)");
   LFix h;
-  h.vlogits = TensorView(h.logits.data(), DType::F32, {2, 39});
+  h.vlogits = MutableTensorView(h.logits.data(), DType::F32, {2, 39});
   expect_error(h, "ShapeError",
                kL + "logits: dtype F32, shape [2, 39], strides [39, 1] (expected F32 [2, 40], "
                     "contiguous)");
@@ -284,7 +286,7 @@ TEST(Fp8PagedMqaLogitsBadInput, KvCachePageBytesAndStride) {
 
 TEST(Fp8PagedMqaLogitsBadInput, OutputOverlapsInput) {
   LFix a;
-  a.vlogits = TensorView(a.kv.bytes.data(), DType::F32, {2, 40});
+  a.vlogits = MutableTensorView(a.kv.bytes.data(), DType::F32, {2, 40});
   expect_error(a, "ShapeError",
                kL + "logits: memory overlaps input kv_cache (expected an output that does not "
                     "overlap any input)");
@@ -354,7 +356,8 @@ struct TFix {
   int64_t page_size = 64;
   TopkMode mode = TopkMode::vllm;
   TensorView vscores{scores.data(), DType::F32, {B, S}}, vlens{seq_lens.data(), DType::I32, {B}},
-      vtable{table.data(), DType::I64, {B, MP}}, vraw{raw.data(), DType::I32, {B, 512}},
+      vtable{table.data(), DType::I64, {B, MP}};
+  MutableTensorView vraw{raw.data(), DType::I32, {B, 512}},
       vpages{pages.data(), DType::I32, {B, 512}};
   Options o;
   void call() const {
@@ -381,7 +384,7 @@ TEST(TopkTransformBadInput, PageSizePowerOfTwoWhenPaged) {
   TFix c;  // without page_indices the page size is not used
   c.page_size = 48;
   c.vtable = TensorView();
-  c.vpages = TensorView();
+  c.vpages = MutableTensorView();
   expect_ok(c);
 }
 
@@ -408,23 +411,23 @@ TEST(TopkTransformBadInput, Shapes) {
                kT + "page_table: missing (expected I32 or I64 [2, *], contiguous rows, dim-0 "
                     "stride >= row size)");
   TFix d;  // page_table without page_indices
-  d.vpages = TensorView();
+  d.vpages = MutableTensorView();
   expect_error(d, "ShapeError",
                kT + "page_table: dtype I64, shape [2, 15], strides [15, 1] (expected absent when "
                     "page_indices is absent)");
   TFix e;
-  e.vraw = TensorView(e.raw.data(), DType::I32, {2, 511});
+  e.vraw = MutableTensorView(e.raw.data(), DType::I32, {2, 511});
   expect_error(e, "ShapeError",
                kT + "raw_indices: dtype I32, shape [2, 511], strides [511, 1] (expected I32 [2, "
                     ">= 512], unit inner stride)");
   TFix f;
-  f.vraw = TensorView(f.raw.data(), DType::I64, {1, 512});
+  f.vraw = MutableTensorView(f.raw.data(), DType::I64, {1, 512});
   expect_error(f, "ShapeError",
                kT + "raw_indices: dtype I64, shape [1, 512], strides [512, 1] (expected I32 [2, "
                     "*], unit inner stride)");
   TFix g;  // page_indices must have raw_indices' shape
   g.raw.resize(2 * 520);
-  g.vraw = TensorView(g.raw.data(), DType::I32, {2, 520});
+  g.vraw = MutableTensorView(g.raw.data(), DType::I32, {2, 520});
   expect_error(g, "ShapeError",
                kT + "page_indices: dtype I32, shape [2, 512], strides [512, 1] (expected I32 [2, "
                     "520], unit inner stride)");
@@ -432,7 +435,7 @@ TEST(TopkTransformBadInput, Shapes) {
 
 TEST(TopkTransformBadInput, OutputOverlapsInput) {
   TFix a;
-  a.vpages = TensorView(a.scores.data(), DType::I32, {2, 512});
+  a.vpages = MutableTensorView(a.scores.data(), DType::I32, {2, 512});
   expect_error(a, "ShapeError",
                kT + "page_indices: memory overlaps input scores (expected an output that does "
                     "not overlap any input)");
@@ -447,7 +450,7 @@ TEST(TopkTransformBadInput, LengthInRange) {
   TFix b;
   b.seq_lens[0] = -3;
   b.vtable = TensorView();
-  b.vpages = TensorView();
+  b.vpages = MutableTensorView();
   expect_error(b, "IndexError",
                kT + "seq_lens[0] = -3: negative length (expected 0 <= seq_len <= 900 = scores "
                     "columns)");
@@ -492,7 +495,8 @@ TEST(TopkTransformBadInput, Transform1024OutputWidth) {
       [&] {
         topk_transform_1024(TensorView(scores.data(), DType::F32, {1, 1100}),
                             TensorView(lens.data(), DType::I32, {1}), TensorView(), 1,
-                            TensorView(raw.data(), DType::I32, {1, 1023}), TensorView());
+                            MutableTensorView(raw.data(), DType::I32, {1, 1023}),
+                            MutableTensorView());
       },
       "dsv4cpu::topk_transform_1024: raw_indices: dtype I32, shape [1, 1023], strides [1023, 1] "
       "(expected I32 [1, >= 1024], unit inner stride)"));
@@ -505,7 +509,8 @@ struct SFix {
   static constexpr const char* kOp = "short_context_topk";
   std::vector<int64_t> positions = {0, 2050, 17};
   std::vector<int32_t> out = std::vector<int32_t>(3 * 512, -9);
-  TensorView vpos{positions.data(), DType::I64, {3}}, vout{out.data(), DType::I32, {3, 512}};
+  TensorView vpos{positions.data(), DType::I64, {3}};
+  MutableTensorView vout{out.data(), DType::I32, {3, 512}};
   Options o;
   void call() const { short_context_topk(vpos, vout, o); }
   std::vector<uint8_t> snapshot() const { return testing::bytes_of(positions, out); }
@@ -530,14 +535,14 @@ TEST(ShortContextTopkBadInput, PositionsShortContext) {
 
 TEST(ShortContextTopkBadInput, Shapes) {
   SFix a;
-  a.vout = TensorView(a.out.data(), DType::I32, {3, 500});
+  a.vout = MutableTensorView(a.out.data(), DType::I32, {3, 500});
   expect_error(a, "ShapeError",
                kS +
                    "topk_indices: dtype I32, shape [3, 500], strides [500, 1] (expected I32 [3, >= "
                    "512], unit inner stride)");
   SFix b;
   b.vpos = TensorView(b.out.data(), DType::I64, {1});
-  b.vout = TensorView(b.out.data(), DType::I32, {1, 512});
+  b.vout = MutableTensorView(b.out.data(), DType::I32, {1, 512});
   expect_error(b, "ShapeError",
                kS + "topk_indices: memory overlaps input positions (expected an output that does "
                     "not overlap any input)");
@@ -561,8 +566,8 @@ struct IFix {
   TopkMode mode = TopkMode::canonical;
   TensorView vq{q.data(), DType::F8_E4M3, {T, H, 128}}, vw{w.data(), DType::F32, {T, H}},
       vqsl{qsl.data(), DType::I32, {R + 1}}, vlens{seq_lens.data(), DType::I64, {R}},
-      vtable{table.data(), DType::I32, {R, MB}}, vkv = kv.view(),
-                                                 vout{out.data(), DType::I32, {T, 512}};
+      vtable{table.data(), DType::I32, {R, MB}}, vkv = kv.view();
+  MutableTensorView vout{out.data(), DType::I32, {T, 512}};
   Options o;
   IFix() {
     const std::vector<uint8_t> key(128, 0x38);
@@ -626,12 +631,12 @@ TEST(IndexerTopkBadInput, Shapes) {
                     "[num_pages, page_bytes] with page_bytes >= block_size x 132 = 8448, unit "
                     "inner stride, page stride >= page_bytes)");
   IFix g;
-  g.vout = TensorView(g.out.data(), DType::I32, {4, 256});
+  g.vout = MutableTensorView(g.out.data(), DType::I32, {4, 256});
   expect_error(g, "ShapeError",
                kI + "topk_indices: dtype I32, shape [4, 256], strides [256, 1] (expected I32 [4, "
                     ">= 512], unit inner stride)");
   IFix h;
-  h.vout = TensorView(h.kv.bytes.data(), DType::I32, {4, 512});
+  h.vout = MutableTensorView(h.kv.bytes.data(), DType::I32, {4, 512});
   expect_error(h, "ShapeError",
                kI + "topk_indices: memory overlaps input kv_cache (expected an output that does "
                     "not overlap any input)");

@@ -32,7 +32,7 @@ TEST(Fp8PagedMqaLogits, SpecBoundExample) {
                          TensorView(w.data(), DType::F32, {1, H}),
                          TensorView(seq_lens.data(), DType::I32, {1}),
                          TensorView(page_table.data(), DType::I32, {1, 1}), P, S,
-                         TensorView(logits.data(), DType::F32, {1, S}), 1, run.options());
+                         MutableTensorView(logits.data(), DType::F32, {1, S}), 1, run.options());
     const double B = 0x1p-8 * 1.14442e-5 * 64 * 128 * static_cast<double>(0.01f);
     EXPECT_NEAR(B, 3.66e-6, 0.01e-6);
     EXPECT_NEAR(logits[0], 0.32, B + 0.32 * 1e-7) << run.label();  // 0.01f is 0.01 within 1e-7
@@ -65,7 +65,7 @@ TEST(Fp8PagedMqaLogits, ReferenceHeadSumIsAnFmaChain) {
                        TensorView(w.data(), DType::F32, {1, H}),
                        TensorView(seq_lens.data(), DType::I64, {1}),
                        TensorView(page_table.data(), DType::I64, {1, 1}), P, 1,
-                       TensorView(logits.data(), DType::F32, {1, 1}), 1, reference);
+                       MutableTensorView(logits.data(), DType::F32, {1, 1}), 1, reference);
   EXPECT_EQ(logits[0], 3 * 0x1p-23f);
 }
 
@@ -87,7 +87,7 @@ TEST(Fp8PagedMqaLogits, ReluAndNanKeys) {
                          TensorView(w.data(), DType::F32, {1, H}),
                          TensorView(seq_lens.data(), DType::I32, {1}),
                          TensorView(page_table.data(), DType::I32, {1, 1}), P, 3,
-                         TensorView(logits.data(), DType::F32, {1, 3}), 1, run.options());
+                         MutableTensorView(logits.data(), DType::F32, {1, 3}), 1, run.options());
     EXPECT_EQ(f32_bits(logits[0]), 0u) << run.label();  // +0
     EXPECT_TRUE(std::isnan(logits[1])) << run.label();
     EXPECT_EQ(logits[2], kNegInf) << run.label();
@@ -146,7 +146,7 @@ void run_random_case(const Case& c, uint64_t seed) {
     std::vector<float> logits(static_cast<size_t>(rows * c.S), 7.0f);
     fp8_paged_mqa_logits(q_view, kv.view(), TensorView(w.data(), DType::F32, {rows, c.H}),
                          lens_view, TensorView(table_ptr, idx, {c.B, MP}), c.P, c.S,
-                         TensorView(logits.data(), DType::F32, {rows, c.S}), c.next_n,
+                         MutableTensorView(logits.data(), DType::F32, {rows, c.S}), c.next_n,
                          run.options());
     for (int64_t b = 0; b < c.B; ++b) {
       for (int64_t j = 0; j < c.next_n; ++j) {
@@ -201,7 +201,7 @@ TEST(Fp8PagedMqaLogits, MtpOneDimensionalVisibility) {
                        TensorView(w.data(), DType::F32, {n, H}),
                        TensorView(seq_lens.data(), DType::I32, {1}),
                        TensorView(page_table.data(), DType::I32, {1, 1}), P, S,
-                       TensorView(logits.data(), DType::F32, {n, S}), n);
+                       MutableTensorView(logits.data(), DType::F32, {n, S}), n);
   const std::vector<float> want = {kNegInf, kNegInf, kNegInf, kNegInf,   // L = 0
                                    kNegInf, kNegInf, kNegInf, kNegInf,   // L = 0
                                    128.0f,  kNegInf, kNegInf, kNegInf};  // L = 1
@@ -210,10 +210,11 @@ TEST(Fp8PagedMqaLogits, MtpOneDimensionalVisibility) {
 
 TEST(Fp8PagedMqaLogits, ZeroSizeIsNoOp) {
   testing::KCache kv(16, 1, 16 * 132);
-  fp8_paged_mqa_logits(
-      TensorView(nullptr, DType::F8_E4M3, {0, 64, 128}), kv.view(),
-      TensorView(nullptr, DType::F32, {0, 64}), TensorView(nullptr, DType::I32, {0}),
-      TensorView(nullptr, DType::I32, {0, 4}), 16, 100, TensorView(nullptr, DType::F32, {0, 100}));
+  fp8_paged_mqa_logits(TensorView(nullptr, DType::F8_E4M3, {0, 64, 128}), kv.view(),
+                       TensorView(nullptr, DType::F32, {0, 64}),
+                       TensorView(nullptr, DType::I32, {0}),
+                       TensorView(nullptr, DType::I32, {0, 4}), 16, 100,
+                       MutableTensorView(nullptr, DType::F32, {0, 100}));
   // S = 0: rows exist but have no columns.
   const std::vector<uint8_t> q(128, 0x38);
   const std::vector<float> w = {1.0f};
@@ -222,7 +223,7 @@ TEST(Fp8PagedMqaLogits, ZeroSizeIsNoOp) {
                        TensorView(w.data(), DType::F32, {1, 1}),
                        TensorView(seq_lens.data(), DType::I32, {1}),
                        TensorView(page_table.data(), DType::I32, {1, 1}), 16, 0,
-                       TensorView(nullptr, DType::F32, {1, 0}));
+                       MutableTensorView(nullptr, DType::F32, {1, 0}));
   SUCCEED();
 }
 

@@ -49,8 +49,8 @@ QuantOut quantize(const std::vector<float>& q, const std::vector<float>& w,
   fused_indexer_q_rope_quant(
       TensorView(q.data(), DType::F32, {T, H, 128}), TensorView(w.data(), DType::F32, {T, H}),
       TensorView(pos.data(), DType::I64, {T}), TensorView(table.data(), DType::F32, {R, 64}),
-      softmax_scale, head_scale, TensorView(r.q_fp8.data(), DType::F8_E4M3, {T, H, 128}),
-      TensorView(r.weights_out.data(), DType::F32, {T, H}), o);
+      softmax_scale, head_scale, MutableTensorView(r.q_fp8.data(), DType::F8_E4M3, {T, H, 128}),
+      MutableTensorView(r.weights_out.data(), DType::F32, {T, H}), o);
   return r;
 }
 
@@ -83,8 +83,8 @@ TEST(FusedIndexerQRopeQuant, SpecExample) {
   fused_indexer_q_rope_quant(
       TensorView(q.data(), DType::F32, {1, 2, 128}), TensorView(w.data(), DType::F32, {1, 2}),
       TensorView(pos.data(), DType::I32, {1}), TensorView(table.data(), DType::F32, {1, 64}),
-      TensorView(codes.data(), DType::F8_E4M3, {1, 2, 128}),
-      TensorView(w_out.data(), DType::F32, {1, 2}));
+      MutableTensorView(codes.data(), DType::F8_E4M3, {1, 2, 128}),
+      MutableTensorView(w_out.data(), DType::F32, {1, 2}));
   EXPECT_EQ(f32_bits(w_out[0]), 0x37B504F3u);
 }
 
@@ -216,8 +216,9 @@ TEST(FusedIndexerQRopeQuant, ZeroSizeIsNoOp) {
   fused_indexer_q_rope_quant(
       TensorView(nullptr, DType::F32, {0, 64, 128}), TensorView(nullptr, DType::F32, {0, 64}),
       TensorView(nullptr, DType::I64, {0}), TensorView(table.data(), DType::F32, {1, 64}),
-      kIndexerSoftmaxScale, kIndexerHeadScale, TensorView(nullptr, DType::F8_E4M3, {0, 64, 128}),
-      TensorView(nullptr, DType::F32, {0, 64}));
+      kIndexerSoftmaxScale, kIndexerHeadScale,
+      MutableTensorView(nullptr, DType::F8_E4M3, {0, 64, 128}),
+      MutableTensorView(nullptr, DType::F32, {0, 64}));
   SUCCEED();
 }
 

@@ -81,7 +81,7 @@ std::vector<int32_t> run_indexer_topk(const Batch& b, TopkMode mode, const Optio
                TensorView(qsl32.data(), DType::I32, {b.R() + 1}),
                TensorView(b.seq_lens.data(), DType::I64, {b.R()}),
                TensorView(b.block_table.data(), DType::I64, {b.R(), b.MB}), b.kv.view(), b.P, mode,
-               TensorView(out.data(), DType::I32, {b.T(), width}), o);
+               MutableTensorView(out.data(), DType::I32, {b.T(), width}), o);
   return out;
 }
 
@@ -140,11 +140,13 @@ void check_batch(const Batch& b) {
                              b.kv.view(), TensorView(b.w.data() + t * b.H, DType::F32, {1, b.H}),
                              TensorView(len.data(), DType::I64, {1}),
                              TensorView(b.block_table.data() + r * b.MB, DType::I64, {1, b.MB}),
-                             b.P, L, TensorView(logits.data(), DType::F32, {1, L}), 1, reference());
+                             b.P, L, MutableTensorView(logits.data(), DType::F32, {1, L}), 1,
+                             reference());
         std::vector<int32_t> want(K);
         topk_transform_512(TensorView(logits.data(), DType::F32, {1, L}),
                            TensorView(len.data(), DType::I64, {1}), TensorView(), 1, mode,
-                           TensorView(want.data(), DType::I32, {1, K}), TensorView(), reference());
+                           MutableTensorView(want.data(), DType::I32, {1, K}), MutableTensorView(),
+                           reference());
         EXPECT_EQ(std::vector<int32_t>(row, row + K), want) << "token " << t;
       }
     });
@@ -170,7 +172,7 @@ TEST(IndexerTopk, SpecExampleShortStep) {
                    TensorView(qsl.data(), DType::I32, {4}),
                    TensorView(seq_lens.data(), DType::I32, {3}),
                    TensorView(block_table.data(), DType::I32, {3, 2}), kv.view(), 64, mode,
-                   TensorView(out.data(), DType::I32, {8, 600}), run.options());
+                   MutableTensorView(out.data(), DType::I32, {8, 600}), run.options());
       for (int64_t t = 0; t < 8; ++t)
         for (int64_t i = 0; i < 600; ++i) {
           const int32_t want = i >= K ? -7 : i < L[static_cast<size_t>(t)] ? int32_t(i) : -1;
@@ -210,7 +212,8 @@ TEST(IndexerTopk, ZeroSizeIsNoOp) {
   indexer_topk(TensorView(nullptr, DType::F8_E4M3, {0, 64, 128}),
                TensorView(nullptr, DType::F32, {0, 64}), TensorView(qsl.data(), DType::I32, {1}),
                TensorView(nullptr, DType::I32, {0}), TensorView(nullptr, DType::I32, {0, 3}),
-               kv.view(), 64, TopkMode::canonical, TensorView(nullptr, DType::I32, {0, 512}));
+               kv.view(), 64, TopkMode::canonical,
+               MutableTensorView(nullptr, DType::I32, {0, 512}));
   SUCCEED();
 }
 

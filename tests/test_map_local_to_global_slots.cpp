@@ -21,7 +21,7 @@ TEST(MapLocalToGlobalSlots, SpecExample) {
     map_local_to_global_slots(TensorView(local.data(), DType::I64, {4, 1}),
                               TensorView(req.data(), DType::I32, {4}),
                               TensorView(bt.data(), DType::I32, {1, 3}), 4,
-                              TensorView(slots.data(), DType::I64, {4, 1}), run.options());
+                              MutableTensorView(slots.data(), DType::I64, {4, 1}), run.options());
     EXPECT_EQ(slots, (std::vector<int64_t>{-1, 28, 13, 39})) << run.label();
   });
 }
@@ -37,7 +37,7 @@ TEST(MapLocalToGlobalSlots, NegativeReferencedBlockIsIndexErrorAndWritesNothing)
     map_local_to_global_slots(TensorView(local.data(), DType::I64, {7, 1}),
                               TensorView(req.data(), DType::I32, {7}),
                               TensorView(bt.data(), DType::I32, {2, 4}), 64,
-                              TensorView(slots.data(), DType::I64, {7, 1}));
+                              MutableTensorView(slots.data(), DType::I64, {7, 1}));
     FAIL() << "expected IndexError";
   } catch (const IndexError& e) {
     EXPECT_STREQ(e.what(),
@@ -59,7 +59,7 @@ TEST(MapLocalToGlobalSlots, AnyNegativeLocalGivesMinusOneAndIndexTypesMix) {
     map_local_to_global_slots(TensorView(local.data(), DType::I32, {3, 2}),
                               TensorView(req.data(), DType::I64, {3}),
                               TensorView(bt.data(), DType::I64, {2, 3}), 4,
-                              TensorView(slots.data(), DType::I64, {3, 2}), run.options());
+                              MutableTensorView(slots.data(), DType::I64, {3, 2}), run.options());
     // row 0 (req 1): -7, -1 -> -1; row 1 (req 1): 3 -> 40·4 + 3, 4 -> 41·4 + 0;
     // row 2 (req 0): 0 -> 5·4, 9 -> 7·4 + 1.
     EXPECT_EQ(slots, (std::vector<int64_t>{-1, -1, 163, 164, 20, 29})) << run.label();
@@ -80,7 +80,7 @@ std::string expect_error(const std::vector<int64_t>& local, int64_t K,
             TensorView(local.data(), DType::I64, {N, K}),
             TensorView(req.data(), DType::I32, {static_cast<int64_t>(req.size())}),
             TensorView(bt.data(), DType::I32, {static_cast<int64_t>(bt.size()) / MB, MB}), P,
-            TensorView(slots.data(), DType::I64, {N, K}), o);
+            MutableTensorView(slots.data(), DType::I64, {N, K}), o);
       },
       [&] { return testing::bytes_of(slots); });
 }
@@ -101,21 +101,20 @@ TEST(MapLocalToGlobalSlots, BadInput) {
   testing::for_each_run("map_local_to_global_slots", [&](const testing::Run& run) {
     std::vector<int64_t> buf = {0, 1, 2, 3};
     std::vector<int32_t> req = {0, 0}, bt = {3};
-    EXPECT_THROW(
-        map_local_to_global_slots(TensorView(buf.data(), DType::I64, {2, 2}),
-                                  TensorView(req.data(), DType::I32, {2}),
-                                  TensorView(bt.data(), DType::I32, {1, 1}), 4,
-                                  TensorView(buf.data() + 2, DType::I64, {2, 1}), run.options()),
-        ShapeError);
+    EXPECT_THROW(map_local_to_global_slots(TensorView(buf.data(), DType::I64, {2, 2}),
+                                           TensorView(req.data(), DType::I32, {2}),
+                                           TensorView(bt.data(), DType::I32, {1, 1}), 4,
+                                           MutableTensorView(buf.data() + 2, DType::I64, {2, 1}),
+                                           run.options()),
+                 ShapeError);
   });
 }
 
 TEST(MapLocalToGlobalSlots, ZeroSizeIsNoOp) {
   std::vector<int32_t> bt = {1};
-  map_local_to_global_slots(TensorView(nullptr, DType::I64, {0, 5}),
-                            TensorView(nullptr, DType::I32, {0}),
-                            TensorView(bt.data(), DType::I32, {1, 1}), 4,
-                            TensorView(nullptr, DType::I64, {0, 5}));
+  map_local_to_global_slots(
+      TensorView(nullptr, DType::I64, {0, 5}), TensorView(nullptr, DType::I32, {0}),
+      TensorView(bt.data(), DType::I32, {1, 1}), 4, MutableTensorView(nullptr, DType::I64, {0, 5}));
   SUCCEED();
 }
 

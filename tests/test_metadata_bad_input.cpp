@@ -102,7 +102,7 @@ TEST(MetadataBadInput, TokenToReqOutOfRange) {
             "dsv4cpu::slot_mapping: token_to_req[3] = 2: request index out of range (expected 0 "
             "<= token_to_req < 2)");
   test::expect_error("swa_window_indices", "IndexError", [&](const Options& o) {
-    swa_window_indices(s.pos, req, s.bt, 8, 64, out_view(win, {7, 8}), TensorView(), o);
+    swa_window_indices(s.pos, req, s.bt, 8, 64, out_view(win, {7, 8}), MutableTensorView(), o);
   });
   test::expect_error("c128a_topk_indices", "IndexError", [&](const Options& o) {
     c128a_topk_indices(s.pos, req, s.bt, 1024, 2, out_view(c128, {7, 8}), o);
@@ -126,7 +126,7 @@ TEST(MetadataBadInput, NegativePosition) {
   EXPECT_EQ(msg,
             "dsv4cpu::slot_mapping: positions[3] = -5: negative position (expected >= 0)");
   test::expect_error("swa_window_indices", "IndexError", [&](const Options& o) {
-    swa_window_indices(pos, s.req, s.bt, 4, 64, out_view(win, {7, 4}), TensorView(), o);
+    swa_window_indices(pos, s.req, s.bt, 4, 64, out_view(win, {7, 4}), MutableTensorView(), o);
   });
   EXPECT_THROW(c128a_compact_width(pos), IndexError);
   EXPECT_EQ(slots, V64(7, 7));
@@ -166,7 +166,7 @@ TEST(MetadataBadInput, SizesAtLeastOne) {
     compressed_slot_mapping(s.qsl, s.seq, s.bt, 4, 0, TensorView(), out_view(slots, {7}), o);
   });
   test::expect_error("swa_window_indices", "ValueError", [&](const Options& o) {
-    swa_window_indices(s.pos, s.req, s.bt, 4, -1, out_view(win, {7, 4}), TensorView(), o);
+    swa_window_indices(s.pos, s.req, s.bt, 4, -1, out_view(win, {7, 4}), MutableTensorView(), o);
   });
   test::expect_error("c128a_topk_indices", "ValueError", [&](const Options& o) {
     c128a_topk_indices(s.pos, s.req, s.bt, 1024, 0, out_view(c128, {7, 8}), o);
@@ -204,7 +204,7 @@ TEST(MetadataBadInput, NegativeReferencedBlockTableEntry) {
             "dsv4cpu::slot_mapping: block_table[1, 0] = -3: negative block id referenced by "
             "positions[1] = 3 (expected >= 0)");
   test::expect_error("swa_window_indices", "IndexError", [&](const Options& o) {
-    swa_window_indices(s.pos, s.req, bt, 4, 64, out_view(win, {7, 4}), TensorView(), o);
+    swa_window_indices(s.pos, s.req, bt, 4, 64, out_view(win, {7, 4}), MutableTensorView(), o);
   });
   const std::string cmsg =
       test::expect_error("compressed_slot_mapping", "IndexError", [&](const Options& o) {
@@ -325,7 +325,8 @@ TEST(MetadataBadInput, SwaWindowAtLeastOne) {
   V64 win(0, 7);
   const std::string msg =
       test::expect_error("swa_window_indices", "ValueError", [&](const Options& o) {
-        swa_window_indices(s.pos, s.req, s.bt, 0, 64, out_view(win, {7, 0}), TensorView(), o);
+        swa_window_indices(s.pos, s.req, s.bt, 0, 64, out_view(win, {7, 0}), MutableTensorView(),
+                           o);
       });
   EXPECT_EQ(msg,
             "dsv4cpu::swa_window_indices: window = 0: not a positive window (expected window >= "
@@ -473,11 +474,11 @@ TEST(MetadataBadInput, ShapesDtypesAndOverlap) {
                      });
   V64 win(7 * 4, 7);
   test::expect_error("swa_window_indices", "ShapeError", [&](const Options& o) {  // width != window
-    swa_window_indices(s.pos, s.req, s.bt, 5, 64, out_view(win, {7, 4}), TensorView(), o);
+    swa_window_indices(s.pos, s.req, s.bt, 5, 64, out_view(win, {7, 4}), MutableTensorView(), o);
   });
   // An output aliasing an input.
   V64 pos = {9, 3, 4, 5, 6, 7, 8};
-  const TensorView pos_v(pos.data(), DType::I64, {7});
+  const MutableTensorView pos_v(pos.data(), DType::I64, {7});
   const std::string msg = test::expect_error("slot_mapping", "ShapeError", [&](const Options& o) {
     slot_mapping(pos_v, s.req, s.bt, 64, pos_v, o);
   });
@@ -490,7 +491,7 @@ TEST(MetadataBadInput, ShapesDtypesAndOverlap) {
   test::expect_error("swa_window_indices", "ShapeError", [&](const Options& o) {  // lens inside
                                                                                   // indices
     swa_window_indices(s.pos, s.req, s.bt, 4, 64, out_view(idx, {7, 4}),
-                       TensorView(idx.data(), DType::I32, {7}), o);
+                       MutableTensorView(idx.data(), DType::I32, {7}), o);
   });
   EXPECT_EQ(idx, V64(7 * 4, 7));
 }
@@ -523,10 +524,10 @@ TEST(MetadataBadInput, ZeroSizeNoOps) {
   const Idx bt2 = table({{-1}, {-1}}, 1, -1);
   testing::for_each_run("token_positions", test::kThreads, [&](const testing::Run& run) {
     const Options o = run.options();
-    token_positions(qsl0, seq0, TensorView(nullptr, DType::I64, {0}),
-                    TensorView(nullptr, DType::I32, {0}), o);
-    token_positions(qsl_empty_reqs, seq_empty_reqs, TensorView(nullptr, DType::I64, {0}),
-                    TensorView(nullptr, DType::I32, {0}), o);
+    token_positions(qsl0, seq0, MutableTensorView(nullptr, DType::I64, {0}),
+                    MutableTensorView(nullptr, DType::I32, {0}), o);
+    token_positions(qsl_empty_reqs, seq_empty_reqs, MutableTensorView(nullptr, DType::I64, {0}),
+                    MutableTensorView(nullptr, DType::I32, {0}), o);
   });
   testing::for_each_run("slot_mapping", test::kThreads, [&](const testing::Run& run) {
     V64 pad(2, 7);
@@ -537,33 +538,33 @@ TEST(MetadataBadInput, ZeroSizeNoOps) {
   EXPECT_EQ(s.num_decodes + s.num_prefills + s.num_decode_tokens + s.num_prefill_tokens, 0);
   testing::for_each_run("compressed_slot_mapping", test::kThreads, [&](const testing::Run& run) {
     compressed_slot_mapping(qsl_empty_reqs, seq_empty_reqs, bt2, 4, 64, TensorView(),
-                            TensorView(nullptr, DType::I64, {0}), run.options());
+                            MutableTensorView(nullptr, DType::I64, {0}), run.options());
   });
   testing::for_each_run("swa_window_indices", test::kThreads, [&](const testing::Run& run) {
     swa_window_indices(empty_pos, empty_req, bt0, 128, 64,
-                       TensorView(nullptr, DType::I64, {0, 128}),
-                       TensorView(nullptr, DType::I32, {0}), run.options());
+                       MutableTensorView(nullptr, DType::I64, {0, 128}),
+                       MutableTensorView(nullptr, DType::I32, {0}), run.options());
   });
   EXPECT_EQ(c128a_compact_width(empty_pos), 0);
   testing::for_each_run("c128a_topk_indices", test::kThreads, [&](const testing::Run& run) {
     const Options o = run.options();
-    c128a_topk_indices(empty_pos, empty_req, bt0, 1024, 2, TensorView(nullptr, DType::I64, {0, 8}),
-                       o);
+    c128a_topk_indices(empty_pos, empty_req, bt0, 1024, 2,
+                       MutableTensorView(nullptr, DType::I64, {0, 8}), o);
     c128a_topk_indices_compact(empty_pos, empty_req, bt0, 2,
-                               TensorView(nullptr, DType::I64, {0, 0}), o);
+                               MutableTensorView(nullptr, DType::I64, {0, 0}), o);
     c128a_decode_metadata(empty_pos, empty_req, bt0, 1024, 2, 0, TensorView(),
-                          TensorView(nullptr, DType::I64, {0, 128}),
-                          TensorView(nullptr, DType::I32, {0}),
-                          TensorView(nullptr, DType::I32, {0, 128}), o);
+                          MutableTensorView(nullptr, DType::I64, {0, 128}),
+                          MutableTensorView(nullptr, DType::I32, {0}),
+                          MutableTensorView(nullptr, DType::I32, {0, 128}), o);
   });
   testing::for_each_run("c4a_global_topk_indices", test::kThreads, [&](const testing::Run& run) {
     c4a_global_topk_indices(Idx(V64{}, {0, 512}), empty_req, bt0, 64, TensorView(),
-                            TensorView(nullptr, DType::I64, {0, 512}),
-                            TensorView(nullptr, DType::I32, {0}), run.options());
+                            MutableTensorView(nullptr, DType::I64, {0, 512}),
+                            MutableTensorView(nullptr, DType::I32, {0}), run.options());
   });
   testing::for_each_run("indexer_metadata", test::kThreads, [&](const testing::Run& run) {
-    const IndexerMetadata m = indexer_metadata(qsl0, seq0, bt0, 64, 1,
-                                               TensorView(nullptr, DType::I64, {0}), run.options());
+    const IndexerMetadata m = indexer_metadata(
+        qsl0, seq0, bt0, 64, 1, MutableTensorView(nullptr, DType::I64, {0}), run.options());
     EXPECT_FALSE(m.decode.has_value());
     EXPECT_FALSE(m.prefill.has_value());
     EXPECT_TRUE(m.compressed_seq_lens.empty());

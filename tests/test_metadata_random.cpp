@@ -182,7 +182,7 @@ TEST(MetadataRandom, SwaWindowIndices) {
       V32 lens(b.T, 7);
       const bool with_lens = rng.chance(0.7);
       swa_window_indices(pos, req, bt_v, W, P, out_view(out, {b.T, W}),
-                         with_lens ? out_view(lens, {b.T}) : TensorView(), run.options());
+                         with_lens ? out_view(lens, {b.T}) : MutableTensorView(), run.options());
       ASSERT_EQ(out, expected) << run.label() << " batch " << it;
       if (with_lens) {
         ASSERT_EQ(lens, expected_lens) << run.label();

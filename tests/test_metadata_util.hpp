@@ -53,11 +53,11 @@ inline Idx table(const std::vector<std::vector<int64_t>>& rows, int64_t width, i
   return Idx(v, {static_cast<int64_t>(rows.size()), width}, dtype);
 }
 
-inline TensorView out_view(std::vector<int64_t>& v, std::initializer_list<int64_t> shape) {
-  return TensorView(v.data(), DType::I64, shape);
+inline MutableTensorView out_view(std::vector<int64_t>& v, std::initializer_list<int64_t> shape) {
+  return MutableTensorView(v.data(), DType::I64, shape);
 }
-inline TensorView out_view(std::vector<int32_t>& v, std::initializer_list<int64_t> shape) {
-  return TensorView(v.data(), DType::I32, shape);
+inline MutableTensorView out_view(std::vector<int32_t>& v, std::initializer_list<int64_t> shape) {
+  return MutableTensorView(v.data(), DType::I32, shape);
 }
 
 // The metadata tests run every variant with 1 and 2 threads.

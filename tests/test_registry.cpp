@@ -74,7 +74,7 @@ TEST(Registry, SelectedVariantIsTheCallPath) {
       map_local_to_global_slots(TensorView(local.data(), DType::I64, {1, 1}),
                                 TensorView(req.data(), DType::I32, {1}),
                                 TensorView(bt.data(), DType::I32, {1, 1}), 4,
-                                TensorView(slots.data(), DType::I64, {1, 1}), o);
+                                MutableTensorView(slots.data(), DType::I64, {1, 1}), o);
     });
     EXPECT_EQ(selected, called);
     EXPECT_EQ(selected.empty(), *name == '\0') << selected;

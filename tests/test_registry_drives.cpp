@@ -67,7 +67,7 @@ TEST(RegistryDrives, UnitTestRuns) {
     map_local_to_global_slots(TensorView(local.data(), DType::I64, {4, 1}),
                               TensorView(req.data(), DType::I32, {4}),
                               TensorView(bt.data(), DType::I32, {1, 3}), 4,
-                              TensorView(slots.data(), DType::I64, {4, 1}), run.options());
+                              MutableTensorView(slots.data(), DType::I64, {4, 1}), run.options());
     EXPECT_EQ(slots, (std::vector<int64_t>{-1, 28, 13, 39})) << run.label();
     labels.push_back(run.label());
   });

@@ -61,8 +61,8 @@ TEST(TopkTransform512, SpecCanonicalExamplesPadded) {
       std::vector<int32_t> raw(512, -7);
       topk_transform_512(TensorView(scores.data(), DType::F32, {1, L}),
                          TensorView(seq_lens.data(), DType::I32, {1}), TensorView(), 1,
-                         TopkMode::canonical, TensorView(raw.data(), DType::I32, {1, 512}),
-                         TensorView(), run.options());
+                         TopkMode::canonical, MutableTensorView(raw.data(), DType::I32, {1, 512}),
+                         MutableTensorView(), run.options());
       for (int i = 0; i < 508; ++i)
         ASSERT_EQ(raw[static_cast<size_t>(i)], static_cast<int32_t>(head.size()) + i);
       EXPECT_EQ(std::vector<int32_t>(raw.begin() + 508, raw.end()), want) << run.label();
@@ -80,8 +80,8 @@ TEST(TopkTransform512, SpecPageTransformExample) {
     topk_transform_512(TensorView(scores.data(), DType::F32, {1, 200}),
                        TensorView(seq_lens.data(), DType::I64, {1}),
                        TensorView(page_table.data(), DType::I64, {1, 4}), 64, TopkMode::vllm,
-                       TensorView(raw.data(), DType::I32, {1, 512}),
-                       TensorView(pages.data(), DType::I32, {1, 512}), run.options());
+                       MutableTensorView(raw.data(), DType::I32, {1, 512}),
+                       MutableTensorView(pages.data(), DType::I32, {1, 512}), run.options());
     EXPECT_EQ(raw[3], 3);
     EXPECT_EQ(pages[3], 323) << run.label();
     EXPECT_EQ(pages[64], 448);
@@ -103,7 +103,8 @@ TEST(TopkTransform512, ShortRowsAreIdentity) {
       std::vector<int32_t> raw(B * W, -7);
       topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
                          TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 4, mode,
-                         TensorView(raw.data(), DType::I32, {B, W}), TensorView(), run.options());
+                         MutableTensorView(raw.data(), DType::I32, {B, W}), MutableTensorView(),
+                         run.options());
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t i = 0; i < W; ++i) {
           const int32_t want = i >= 512                               ? -7
@@ -161,13 +162,13 @@ void check_canonical_against_sort(const char* op, int64_t K, uint64_t seed) {
   }
   testing::for_each_run(op, [&](const testing::Run& run) {
     std::vector<int32_t> raw(static_cast<size_t>(B * W), -7);
-    const TensorView sv(scores.data(), DType::F32, {B, S}), lv(seq_lens.data(), DType::I64, {B}),
-        rv(raw.data(), DType::I32, {B, W});
+    const TensorView sv(scores.data(), DType::F32, {B, S}), lv(seq_lens.data(), DType::I64, {B});
+    const MutableTensorView rv(raw.data(), DType::I32, {B, W});
     if (K == 512)
-      topk_transform_512(sv, lv, TensorView(), 1, TopkMode::canonical, rv, TensorView(),
+      topk_transform_512(sv, lv, TensorView(), 1, TopkMode::canonical, rv, MutableTensorView(),
                          run.options());
     else
-      topk_transform_1024(sv, lv, TensorView(), 1, rv, TensorView(), run.options());
+      topk_transform_1024(sv, lv, TensorView(), 1, rv, MutableTensorView(), run.options());
     for (int64_t b = 0; b < B; ++b) {
       const std::vector<float> row(scores.begin() + b * S, scores.begin() + (b + 1) * S);
       const std::vector<int32_t> got(raw.begin() + b * W, raw.begin() + b * W + K);
@@ -221,8 +222,8 @@ TEST(TopkTransform512, VllmAgainstStdHeap) {
     std::vector<int32_t> raw(B * 512, -7);
     topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
                        TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 1,
-                       TopkMode::vllm, TensorView(raw.data(), DType::I32, {B, 512}), TensorView(),
-                       run.options());
+                       TopkMode::vllm, MutableTensorView(raw.data(), DType::I32, {B, 512}),
+                       MutableTensorView(), run.options());
     for (int64_t b = 0; b < B; ++b) {
       const std::vector<float> row(scores.begin() + b * S, scores.begin() + (b + 1) * S);
       const std::vector<int32_t> got(raw.begin() + b * 512, raw.begin() + (b + 1) * 512);
@@ -252,8 +253,8 @@ TEST(TopkTransform512, PageTransformOfSelectedRows) {
       topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
                          TensorView(seq_lens.data(), DType::I32, {B}),
                          TensorView(table.data(), DType::I64, {B, MP}), page_size, mode,
-                         TensorView(raw.data(), DType::I32, {B, 512}),
-                         TensorView(pages.data(), DType::I32, {B, 512}));
+                         MutableTensorView(raw.data(), DType::I32, {B, 512}),
+                         MutableTensorView(pages.data(), DType::I32, {B, 512}));
       for (int64_t b = 0; b < B; ++b)
         for (int64_t i = 0; i < 512; ++i) {
           const int64_t r = raw[static_cast<size_t>(b * 512 + i)];
@@ -278,12 +279,13 @@ TEST(TopkTransform512, ModeText) {
 TEST(TopkTransform512, ZeroSizeIsNoOp) {
   topk_transform_512(TensorView(nullptr, DType::F32, {0, 700}),
                      TensorView(nullptr, DType::I32, {0}), TensorView(nullptr, DType::I32, {0, 3}),
-                     64, TopkMode::vllm, TensorView(nullptr, DType::I32, {0, 512}),
-                     TensorView(nullptr, DType::I32, {0, 512}));
+                     64, TopkMode::vllm, MutableTensorView(nullptr, DType::I32, {0, 512}),
+                     MutableTensorView(nullptr, DType::I32, {0, 512}));
   topk_transform_1024(TensorView(nullptr, DType::F32, {0, 0}), TensorView(nullptr, DType::I32, {0}),
-                      TensorView(), 1, TensorView(nullptr, DType::I32, {0, 1024}), TensorView());
+                      TensorView(), 1, MutableTensorView(nullptr, DType::I32, {0, 1024}),
+                      MutableTensorView());
   short_context_topk(TensorView(nullptr, DType::I64, {0}),
-                     TensorView(nullptr, DType::I32, {0, 512}));
+                     MutableTensorView(nullptr, DType::I32, {0, 512}));
   SUCCEED();
 }
 
@@ -295,7 +297,7 @@ TEST(ShortContextTopk, IdentityRows) {
   testing::for_each_run("short_context_topk", [&](const testing::Run& run) {
     std::vector<int32_t> out(T * W, -7);
     short_context_topk(TensorView(positions.data(), DType::I64, {T}),
-                       TensorView(out.data(), DType::I32, {T, W}), run.options());
+                       MutableTensorView(out.data(), DType::I32, {T, W}), run.options());
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < W; ++i) {
         const int32_t want = i == 512 ? -7 : i < lens[static_cast<size_t>(t)] ? int32_t(i) : -1;

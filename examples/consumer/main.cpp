@@ -13,7 +13,7 @@ int main() {
       dsv4cpu::TensorView(local.data(), dsv4cpu::DType::I64, {4, 1}),
       dsv4cpu::TensorView(req.data(), dsv4cpu::DType::I32, {4}),
       dsv4cpu::TensorView(block_table.data(), dsv4cpu::DType::I32, {1, 3}), 4,
-      dsv4cpu::TensorView(slots.data(), dsv4cpu::DType::I64, {4, 1}));
+      dsv4cpu::MutableTensorView(slots.data(), dsv4cpu::DType::I64, {4, 1}));
   for (int64_t s : slots) std::printf("%lld ", static_cast<long long>(s));
   std::printf("\n");
   return slots == std::vector<int64_t>{-1, 28, 13, 39} ? 0 : 1;

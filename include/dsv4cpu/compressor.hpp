@@ -14,14 +14,14 @@ namespace dsv4cpu {
 // state_cache is updated in place.
 DSV4CPU_API void save_partial_states(const TensorView& kv, const TensorView& score,
                                      const TensorView& ape, const TensorView& positions,
-                                     const TensorView& state_cache, const TensorView& slot_mapping,
-                                     const Options& options = {});
+                                     const MutableTensorView& state_cache,
+                                     const TensorView& slot_mapping, const Options& options = {});
 
 // compressor.md §4.1: local indices -> slots through a block table; negative locals give -1.
 // slots: I64 [N, K], written completely.
 DSV4CPU_API void map_local_to_global_slots(const TensorView& local_indices,
                                            const TensorView& req_idx, const TensorView& block_table,
-                                           int64_t block_size, const TensorView& slots,
+                                           int64_t block_size, const MutableTensorView& slots,
                                            const Options& options = {});
 
 // compressor.md §4.2: the W state slots each token pools, oldest first. gather_slots: I64 [N, W]
@@ -30,7 +30,7 @@ DSV4CPU_API void compressor_window_slots(const TensorView& positions,
                                          const TensorView& token_to_req,
                                          const TensorView& block_table, int64_t block_size,
                                          int64_t compress_ratio, bool overlap,
-                                         const TensorView& gather_slots,
+                                         const MutableTensorView& gather_slots,
                                          const Options& options = {});
 
 // compressor.md §6: head 512, pool -> RMSNorm -> RoPE -> fp8 + UE8M0 -> fp8_ds_mla page entry.
@@ -38,7 +38,7 @@ DSV4CPU_API void compressor_window_slots(const TensorView& positions,
 DSV4CPU_API void compress_norm_rope_store(
     const TensorView& state_cache, const TensorView& gather_slots, const TensorView& positions,
     const TensorView& kv_slot_mapping, const TensorView& rms_norm_weight,
-    const TensorView& cos_sin_cache, const TensorView& kv_cache, double rms_norm_eps,
+    const TensorView& cos_sin_cache, const MutableTensorView& kv_cache, double rms_norm_eps,
     int64_t kv_cache_block_size, int64_t compress_ratio, ScaleClamp scale_clamp = ScaleClamp::cpu,
     const Options& options = {});
 
@@ -46,7 +46,7 @@ DSV4CPU_API void compress_norm_rope_store(
 DSV4CPU_API void compress_norm_rope_store_indexer(
     const TensorView& state_cache, const TensorView& gather_slots, const TensorView& positions,
     const TensorView& kv_slot_mapping, const TensorView& rms_norm_weight,
-    const TensorView& cos_sin_cache, const TensorView& kv_cache, double rms_norm_eps,
+    const TensorView& cos_sin_cache, const MutableTensorView& kv_cache, double rms_norm_eps,
     int64_t kv_cache_block_size, int64_t compress_ratio, ScaleClamp scale_clamp = ScaleClamp::gpu,
     const Options& options = {});
 
@@ -62,7 +62,8 @@ struct YarnParams {
 // compressor.md §8.2: fills out (F32 [rows, 64], contiguous) with cos in columns 0..31 and sin in
 // 32..63. Throws ValueError for rows outside [0, 2^24], theta <= 1, or bad YaRN parameters.
 DSV4CPU_API void make_cos_sin_cache(int64_t rows, double theta,
-                                    const std::optional<YarnParams>& yarn, const TensorView& out);
+                                    const std::optional<YarnParams>& yarn,
+                                    const MutableTensorView& out);
 
 // "cpu" / "gpu" -> ScaleClamp; anything else throws ValueError naming op and argument.
 DSV4CPU_API ScaleClamp parse_scale_clamp(const char* op, std::string_view text);

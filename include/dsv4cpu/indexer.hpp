@@ -21,14 +21,15 @@ inline constexpr float kIndexerHeadScale = 0.125f;
 DSV4CPU_API void fused_indexer_q_rope_quant(const TensorView& q, const TensorView& weights,
                                             const TensorView& positions,
                                             const TensorView& cos_sin_cache, float softmax_scale,
-                                            float head_scale, const TensorView& q_fp8,
-                                            const TensorView& weights_out,
+                                            float head_scale, const MutableTensorView& q_fp8,
+                                            const MutableTensorView& weights_out,
                                             const Options& options = {});
 // The same with softmax_scale = kIndexerSoftmaxScale and head_scale = kIndexerHeadScale.
 DSV4CPU_API void fused_indexer_q_rope_quant(const TensorView& q, const TensorView& weights,
                                             const TensorView& positions,
                                             const TensorView& cos_sin_cache,
-                                            const TensorView& q_fp8, const TensorView& weights_out,
+                                            const MutableTensorView& q_fp8,
+                                            const MutableTensorView& weights_out,
                                             const Options& options = {});
 
 // indexer.md §4 and §8 (MTP): logits[b·next_n + j][p] = ks_p · Σ_h w_h · relu(q_h · k_p) for
@@ -40,7 +41,7 @@ DSV4CPU_API void fused_indexer_q_rope_quant(const TensorView& q, const TensorVie
 DSV4CPU_API void fp8_paged_mqa_logits(const TensorView& q_fp8, const TensorView& kv_cache,
                                       const TensorView& weights, const TensorView& seq_lens,
                                       const TensorView& page_table, int64_t block_size,
-                                      int64_t max_seq_len, const TensorView& logits,
+                                      int64_t max_seq_len, const MutableTensorView& logits,
                                       int64_t next_n = 1, const Options& options = {});
 
 // indexer.md §5.3 / §5.4: the top-k selection order.
@@ -55,19 +56,22 @@ DSV4CPU_API TopkMode parse_topk_mode(const char* op, std::string_view text);
 // Only columns 0..511 are written.
 DSV4CPU_API void topk_transform_512(const TensorView& scores, const TensorView& seq_lens,
                                     const TensorView& page_table, int64_t page_size, TopkMode mode,
-                                    const TensorView& raw_indices, const TensorView& page_indices,
+                                    const MutableTensorView& raw_indices,
+                                    const MutableTensorView& page_indices,
                                     const Options& options = {});
 
 // indexer.md §5.7: the canonical selection with K = 1024; outputs [B, >=1024], columns
 // 0..1023 written.
 DSV4CPU_API void topk_transform_1024(const TensorView& scores, const TensorView& seq_lens,
                                      const TensorView& page_table, int64_t page_size,
-                                     const TensorView& raw_indices, const TensorView& page_indices,
+                                     const MutableTensorView& raw_indices,
+                                     const MutableTensorView& page_indices,
                                      const Options& options = {});
 
 // indexer.md §6: identity rows [0 .. L_t − 1, −1 ...] with L_t = (positions[t] + 1) / 4 <= 512.
 // positions: I32/I64 [T]; topk_indices: I32 [T, >=512], columns 0..511 written.
-DSV4CPU_API void short_context_topk(const TensorView& positions, const TensorView& topk_indices,
+DSV4CPU_API void short_context_topk(const TensorView& positions,
+                                    const MutableTensorView& topk_indices,
                                     const Options& options = {});
 
 // indexer.md §7: one indexer step for a mixed batch, one row per token with its causal length.
@@ -77,7 +81,7 @@ DSV4CPU_API void short_context_topk(const TensorView& positions, const TensorVie
 DSV4CPU_API void indexer_topk(const TensorView& q_fp8, const TensorView& weights,
                               const TensorView& query_start_loc, const TensorView& seq_lens,
                               const TensorView& block_table, const TensorView& kv_cache,
-                              int64_t block_size, TopkMode mode, const TensorView& topk_indices,
-                              const Options& options = {});
+                              int64_t block_size, TopkMode mode,
+                              const MutableTensorView& topk_indices, const Options& options = {});
 
 }  // namespace dsv4cpu

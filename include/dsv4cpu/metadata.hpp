@@ -17,14 +17,15 @@ namespace dsv4cpu {
 
 // §2: positions I64 [T], token_to_req I32 [T] with T = query_start_loc[R].
 DSV4CPU_API void token_positions(const TensorView& query_start_loc, const TensorView& seq_lens,
-                                 const TensorView& positions, const TensorView& token_to_req,
+                                 const MutableTensorView& positions,
+                                 const MutableTensorView& token_to_req,
                                  const Options& options = {});
 
 // §3: slot_mapping I64 [num_tokens_padded]; its extent is num_tokens_padded (>= T, ValueError
 // otherwise), entries [T, num_tokens_padded) are -1.
 DSV4CPU_API void slot_mapping(const TensorView& positions, const TensorView& token_to_req,
                               const TensorView& block_table, int64_t block_size,
-                              const TensorView& slot_mapping, const Options& options = {});
+                              const MutableTensorView& slot_mapping, const Options& options = {});
 
 // §4
 struct DecodePrefillSplit {
@@ -43,20 +44,20 @@ DSV4CPU_API void compressed_slot_mapping(const TensorView& query_start_loc,
                                          const TensorView& seq_lens, const TensorView& block_table,
                                          int64_t compress_ratio, int64_t block_size,
                                          const TensorView& token_slot_mapping,
-                                         const TensorView& slot_mapping,
+                                         const MutableTensorView& slot_mapping,
                                          const Options& options = {});
 
 // §6: indices I64 [T, window]; optional lens I32 [T].
 DSV4CPU_API void swa_window_indices(const TensorView& positions, const TensorView& token_to_req,
                                     const TensorView& block_table, int64_t window,
-                                    int64_t block_size, const TensorView& indices,
-                                    const TensorView& lens = TensorView(),
+                                    int64_t block_size, const MutableTensorView& indices,
+                                    const MutableTensorView& lens = MutableTensorView(),
                                     const Options& options = {});
 
 // §7.1 (CPU form): indices I64 [T, Wc] with Wc = c128a_topk_width(max_model_len).
 DSV4CPU_API void c128a_topk_indices(const TensorView& positions, const TensorView& token_to_req,
                                     const TensorView& block_table, int64_t max_model_len,
-                                    int64_t block_size, const TensorView& indices,
+                                    int64_t block_size, const MutableTensorView& indices,
                                     const Options& options = {});
 // Wc = ceil(max_model_len / 128); ValueError for max_model_len < 1.
 DSV4CPU_API int64_t c128a_topk_width(int64_t max_model_len);
@@ -69,30 +70,32 @@ DSV4CPU_API int64_t c128a_compact_width(const TensorView& positions);
 DSV4CPU_API void c128a_topk_indices_compact(const TensorView& positions,
                                             const TensorView& token_to_req,
                                             const TensorView& block_table, int64_t block_size,
-                                            const TensorView& indices, const Options& options = {});
+                                            const MutableTensorView& indices,
+                                            const Options& options = {});
 
 // §7.2 (GPU form, for parity). The outputs' common width is the active width Wa: a multiple of
 // 128, <= Wmax = c128a_decode_max_width(max_model_len) (ShapeError otherwise), and >= every
 // token's n_t (IndexError otherwise). decode_global I64 [nd, Wa], decode_lens I32 [nd],
 // prefill_local I32 [T - nd, Wa] with nd = num_decode_tokens in [0, T] (ValueError otherwise).
 // token_slot_mapping is optional (I32 or I64 [T], or TensorView()).
-DSV4CPU_API void c128a_decode_metadata(
-    const TensorView& positions, const TensorView& token_to_req, const TensorView& block_table,
-    int64_t max_model_len, int64_t block_size, int64_t num_decode_tokens,
-    const TensorView& token_slot_mapping, const TensorView& decode_global,
-    const TensorView& decode_lens, const TensorView& prefill_local, const Options& options = {});
+DSV4CPU_API void c128a_decode_metadata(const TensorView& positions, const TensorView& token_to_req,
+                                       const TensorView& block_table, int64_t max_model_len,
+                                       int64_t block_size, int64_t num_decode_tokens,
+                                       const TensorView& token_slot_mapping,
+                                       const MutableTensorView& decode_global,
+                                       const MutableTensorView& decode_lens,
+                                       const MutableTensorView& prefill_local,
+                                       const Options& options = {});
 // Wmax = roundup(ceil(max_model_len / 128), 128); ValueError for max_model_len < 1.
 DSV4CPU_API int64_t c128a_decode_max_width(int64_t max_model_len);
 
 // §8: topk_indices I32 or I64 [T, K] (unit inner stride; K = 512 in the model), entries >= -1.
 // indices I64 [T, K], lens I32 [T]. token_slot_mapping is optional (I32 or I64 [T], or
 // TensorView()).
-DSV4CPU_API void c4a_global_topk_indices(const TensorView& topk_indices,
-                                         const TensorView& token_to_req,
-                                         const TensorView& block_table, int64_t block_size,
-                                         const TensorView& token_slot_mapping,
-                                         const TensorView& indices, const TensorView& lens,
-                                         const Options& options = {});
+DSV4CPU_API void c4a_global_topk_indices(
+    const TensorView& topk_indices, const TensorView& token_to_req, const TensorView& block_table,
+    int64_t block_size, const TensorView& token_slot_mapping, const MutableTensorView& indices,
+    const MutableTensorView& lens, const Options& options = {});
 
 // §9.2. The decode block table is rows [0, num_decodes) of the indexer group's table.
 struct IndexerDecodeMetadata {
@@ -132,7 +135,7 @@ struct IndexerMetadata {
 DSV4CPU_API IndexerMetadata indexer_metadata(const TensorView& query_start_loc,
                                              const TensorView& seq_lens,
                                              const TensorView& block_table, int64_t block_size,
-                                             int64_t next_n, const TensorView& slot_mapping,
+                                             int64_t next_n, const MutableTensorView& slot_mapping,
                                              const Options& options = {});
 
 // §9.3 base rule. Chunk-relative query slices of requests [req_start, req_end) (absolute, i.e.

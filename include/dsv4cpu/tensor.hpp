@@ -19,10 +19,11 @@ DSV4CPU_API bool is_index_dtype(DType d) noexcept;  // I32 or I64
 
 inline constexpr int kMaxRank = 4;
 
-// A view of `rank` dimensions with extents and strides counted in elements. A default-constructed
-// view is "absent" (an optional argument that was not given). Construction checks that the rank
-// is in [0, kMaxRank], extents and strides are non-negative and a non-empty view has data;
-// violations throw ShapeError naming the op "TensorView".
+// A read-only view of `rank` dimensions with extents and strides counted in elements: what every
+// input argument takes. A default-constructed view is "absent" (an optional argument that was not
+// given). Construction checks that the rank is in [0, kMaxRank], extents and strides are
+// non-negative and a non-empty view has data; violations throw ShapeError naming the op
+// "TensorView". Outputs and in-place buffers take a MutableTensorView (below).
 class DSV4CPU_API TensorView {
  public:
   TensorView() = default;
@@ -43,9 +44,9 @@ class DSV4CPU_API TensorView {
   int64_t numel() const noexcept;
   bool empty() const noexcept { return numel() == 0; }
   bool contiguous() const noexcept;  // C-contiguous (extents of 1 or 0 ignore their stride)
-  void* data() const noexcept { return data_; }
+  const void* data() const noexcept { return data_; }
   template <class T>
-  T* ptr() const noexcept { return static_cast<T*>(data_); }
+  const T* ptr() const noexcept { return static_cast<const T*>(data_); }
   // Byte range [lo, hi) the view can address; empty views address nothing.
   uintptr_t byte_lo() const noexcept;
   uintptr_t byte_hi() const noexcept;
@@ -57,12 +58,35 @@ class DSV4CPU_API TensorView {
 
  private:
   void init(const void* data, DType dtype, int rank, const int64_t* shape, const int64_t* strides);
-  void* data_ = nullptr;
+  const void* data_ = nullptr;
   DType dtype_ = DType::U8;
   int rank_ = 0;
   bool present_ = false;
   std::array<int64_t, kMaxRank> shape_{};
   std::array<int64_t, kMaxRank> strides_{};
+};
+
+// A view an op writes: every output and in-place buffer parameter takes one. It is constructed
+// only from non-const memory, so a view of `const` data cannot be passed as an output (it does not
+// compile); it converts implicitly to TensorView (a MutableTensorView is a TensorView), which the
+// overlap checks and read-only uses take. Default-constructed: absent (an optional output).
+class MutableTensorView : public TensorView {
+ public:
+  MutableTensorView() = default;
+  MutableTensorView(void* data, DType dtype, std::initializer_list<int64_t> shape)
+      : TensorView(data, dtype, shape) {}
+  MutableTensorView(void* data, DType dtype, int rank, const int64_t* shape)
+      : TensorView(data, dtype, rank, shape) {}
+  MutableTensorView(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                    std::initializer_list<int64_t> strides)
+      : TensorView(data, dtype, shape, strides) {}
+  MutableTensorView(void* data, DType dtype, int rank, const int64_t* shape, const int64_t* strides)
+      : TensorView(data, dtype, rank, shape, strides) {}
+
+  // Constructed from non-const memory, so writing through it is well-defined.
+  void* data() const noexcept { return const_cast<void*>(TensorView::data()); }
+  template <class T>
+  T* ptr() const noexcept { return static_cast<T*>(data()); }
 };
 
 }  // namespace dsv4cpu

@@ -71,12 +71,12 @@ Tolerance parse_compare(const std::string& text) {
   return t;
 }
 
-TensorView make_view(const std::string& name, void* data, DType dtype,
-                     const std::vector<int64_t>& shape) {
+MutableTensorView make_view(const std::string& name, void* data, DType dtype,
+                            const std::vector<int64_t>& shape) {
   if (shape.size() > static_cast<size_t>(kMaxRank))
     throw FixtureError("tensor '" + name + "' has rank " + std::to_string(shape.size()) +
                        " (at most " + std::to_string(kMaxRank) + " supported)");
-  return TensorView(data, dtype, static_cast<int>(shape.size()), shape.data());
+  return MutableTensorView(data, dtype, static_cast<int>(shape.size()), shape.data());
 }
 
 const Tensor* Case::tensor(const std::string& name) const {
@@ -106,17 +106,17 @@ Case::Buffer& Case::add_buffer(const std::string& name, Kind kind, DType dtype,
   return buffers_.back();
 }
 
-TensorView Case::inout(const std::string& name, Comparator cmp) {
+MutableTensorView Case::inout(const std::string& name, Comparator cmp) {
   const Tensor* t = tensor(name);
-  if (t == nullptr) return TensorView();
+  if (t == nullptr) return MutableTensorView();
   Buffer& b = add_buffer(name, Kind::inplace, t->dtype, t->shape, std::move(cmp));
   b.before = t->bytes;
   b.bytes = t->bytes;
   return make_view(name, b.bytes.data(), b.dtype, b.shape);
 }
 
-TensorView Case::output(const std::string& name, DType dtype,
-                        const std::vector<int64_t>& fallback, Comparator cmp) {
+MutableTensorView Case::output(const std::string& name, DType dtype,
+                               const std::vector<int64_t>& fallback, Comparator cmp) {
   const Tensor* want = expected(name);
   std::vector<int64_t> shape = want ? want->shape : fallback;
   for (int64_t& e : shape) e = std::max<int64_t>(e, 0);

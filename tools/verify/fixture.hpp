@@ -55,11 +55,11 @@ class Case {
   TensorView input(const std::string& name);
   // In-place buffer: a copy of `name`, written by the op and compared with expected.<name>
   // (exact unless `cmp` is given). Every byte is checked.
-  TensorView inout(const std::string& name, Comparator cmp = {});
+  MutableTensorView inout(const std::string& name, Comparator cmp = {});
   // Returned array of `dtype`, shaped like expected.<name> when present, else `fallback`,
   // pre-filled with kGarbageByte.
-  TensorView output(const std::string& name, DType dtype, const std::vector<int64_t>& fallback,
-                    Comparator cmp = {});
+  MutableTensorView output(const std::string& name, DType dtype,
+                           const std::vector<int64_t>& fallback, Comparator cmp = {});
   // A result the op returns by value, compared like an output.
   void result(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
               const void* data, Comparator cmp = {});
@@ -105,7 +105,7 @@ class Case {
 };
 
 // A view of `bytes` with `dtype` and `shape` (rank <= 4, else FixtureError naming `name`).
-TensorView make_view(const std::string& name, void* data, DType dtype,
-                     const std::vector<int64_t>& shape);
+MutableTensorView make_view(const std::string& name, void* data, DType dtype,
+                            const std::vector<int64_t>& shape);
 
 }  // namespace dsv4cpu::verify

@@ -45,7 +45,8 @@ int64_t total_tokens(const TensorView& qsl) {
 // state_block_size; the op sees [nb, state_block_size, row_floats] with page stride page_floats.
 // row_floats = 2·SW is derived from the other arguments (0 when they do not determine it; the
 // library then reports them).
-TensorView state_cache_view(Case& c, const TensorView& v, int64_t row_floats) {
+template <class View>  // TensorView (an input) or MutableTensorView (in place)
+View state_cache_view(Case& c, const View& v, int64_t row_floats) {
   if (!v.present() || v.rank() != 2) {
     if (v.present() && v.rank() == 3 && c.has("state_block_size") &&
         c.integer("state_block_size") != v.size(1))
@@ -58,7 +59,7 @@ TensorView state_cache_view(Case& c, const TensorView& v, int64_t row_floats) {
     throw FixtureError("state_cache pages of " + std::to_string(v.size(1)) +
                        " floats cannot hold state_block_size = " + std::to_string(sbs) +
                        " rows of " + std::to_string(row_floats));
-  return TensorView(v.data(), v.dtype(), {v.size(0), sbs, row_floats}, {v.size(1), row_floats, 1});
+  return View(v.data(), v.dtype(), {v.size(0), sbs, row_floats}, {v.size(1), row_floats, 1});
 }
 
 Verdict fp8_codes(const std::string& n, const ArrayRef& g, const ArrayRef& w, const Tolerance& t) {
@@ -92,7 +93,7 @@ void split_results(Case& c, const DecodePrefillSplit& s) {
 void run_save_partial_states(Case& c, const Options& o) {
   const TensorView kv = c.input("kv"), score = c.input("score"), ape = c.input("ape"),
                    positions = c.input("positions"), slots = c.input("slot_mapping");
-  const TensorView state = state_cache_view(c, c.inout("state_cache"), 2 * extent(kv, 1));
+  const MutableTensorView state = state_cache_view(c, c.inout("state_cache"), 2 * extent(kv, 1));
   save_partial_states(kv, score, ape, positions, state, slots, o);
 }
 
@@ -140,8 +141,8 @@ void run_compress(Case& c, const Options& o) {
   const TensorView state = state_cache_view(c, c.input("state_cache"), row);
   const testing::EntryLayout layout =
       kIndexer ? testing::EntryLayout::indexer_k : testing::EntryLayout::fp8_ds_mla;
-  const TensorView cache = c.inout("kv_cache", [=](const std::string& n, const ArrayRef& g,
-                                                   const ArrayRef& w, const Tolerance& t) {
+  const MutableTensorView cache = c.inout("kv_cache", [=](const std::string& n, const ArrayRef& g,
+                                                          const ArrayRef& w, const Tolerance& t) {
     return testing::compare_compressed_cache(n, g, w, layout, P,
                                              emitted_slots(positions, kv_slots, r), t);
   });
@@ -219,9 +220,9 @@ void run_topk_transform(Case& c, const Options& o) {
   const int64_t page_size =
       page_table.present() ? c.integer("page_size") : c.integer("page_size", 1);
   const int64_t B = extent(scores, 0);
-  const TensorView raw = c.output("raw_indices", DType::I32, {B, K});
-  const TensorView pages =
-      page_table.present() ? c.output("page_indices", DType::I32, {B, K}) : TensorView();
+  const MutableTensorView raw = c.output("raw_indices", DType::I32, {B, K});
+  const MutableTensorView pages =
+      page_table.present() ? c.output("page_indices", DType::I32, {B, K}) : MutableTensorView();
   if constexpr (K == 512) {
     const TopkMode mode = parse_topk_mode(op, c.text("mode", "canonical"));
     topk_transform_512(scores, seq_lens, page_table, page_size, mode, raw, pages, o);
@@ -351,10 +352,10 @@ void run_swa_window_indices(Case& c, const Options& o) {
                    table = c.input("block_table");
   const int64_t window = c.integer("window"), P = c.integer("block_size");
   const int64_t T = extent(positions, 0);
-  const TensorView indices = c.output("indices", DType::I64, {T, plausible(window)});
+  const MutableTensorView indices = c.output("indices", DType::I64, {T, plausible(window)});
   // lens is optional and requested when the fixture expects it (docs/fixture-ops.md).
-  const TensorView lens =
-      c.expected("lens") ? c.output("lens", DType::I32, {T}) : TensorView();
+  const MutableTensorView lens =
+      c.expected("lens") ? c.output("lens", DType::I32, {T}) : MutableTensorView();
   swa_window_indices(positions, req, table, window, P, indices, lens, o);
 }
 

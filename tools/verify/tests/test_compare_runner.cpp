@@ -281,9 +281,9 @@ TEST(VerifyRunner, ExactOverride) {
 TEST(VerifyCase, UntouchedCheckSeesWritesToOutputsAndInPlaceBuffers) {
   const SafetensorsFile f = save_example();
   Case c(f);
-  const TensorView out = c.output("extra", DType::I32, {2});
+  const MutableTensorView out = c.output("extra", DType::I32, {2});
   EXPECT_EQ(out.ptr<uint8_t>()[0], kGarbageByte);
-  const TensorView state = c.inout("state_cache");
+  const MutableTensorView state = c.inout("state_cache");
   EXPECT_TRUE(c.check_untouched().pass);
   out.ptr<int32_t>()[1] = 0;
   Verdict v = c.check_untouched();
