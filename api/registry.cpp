@@ -8,6 +8,7 @@
 //   portable(name, k)             plain C++ with no ISA of its own
 #include "api/registry.hpp"
 
+#include "args/attention.hpp"
 #include "args/compressor.hpp"
 #include "args/indexer.hpp"
 #include "args/metadata.hpp"
@@ -105,6 +106,14 @@ const std::vector<OpEntry>& registered_op_entries() {
   static VariantList<BuildTileSchedulerArgs> build_tile_scheduler = {
       reference(ref::build_tile_scheduler),
   };
+  // ---- attention (attention.md) ----
+  static VariantList<SparseMlaAttentionArgs> sparse_mla_attention = {
+      reference(ref::sparse_mla_attention),
+  };
+  static VariantList<FusedQnormRopeKvInsertArgs> fused_qnorm_rope_kv_insert = {
+      highway("hwy", opt::fused_qnorm_rope_kv_insert),
+      reference(ref::fused_qnorm_rope_kv_insert),
+  };
 
   // The ops in spec order, with their lists.
   static const std::vector<OpEntry> ops = {
@@ -132,6 +141,8 @@ const std::vector<OpEntry>& registered_op_entries() {
       op_entry("indexer_metadata", indexer_metadata),
       op_entry("split_indexer_prefill_chunks", split_indexer_prefill_chunks),
       op_entry("build_tile_scheduler", build_tile_scheduler),
+      op_entry("sparse_mla_attention", sparse_mla_attention),
+      op_entry("fused_qnorm_rope_kv_insert", fused_qnorm_rope_kv_insert),
   };
   return ops;
 }

@@ -29,6 +29,18 @@ int64_t first_non_finite(const float* x, int64_t n) {
   return n;
 }
 
+int64_t first_non_finite_bf16(const uint16_t* x, int64_t n) {
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = n < b + kBlock ? n : b + kBlock;
+    uint32_t bad = 0;
+    for (int64_t i = b; i < e; ++i) bad |= static_cast<uint32_t>((x[i] & 0x7F80u) == 0x7F80u);
+    if (bad)
+      for (int64_t i = b; i < e; ++i)
+        if ((x[i] & 0x7F80u) == 0x7F80u) return i;
+  }
+  return n;
+}
+
 int64_t first_non_finite_sum(const float* a, const float* b, int64_t n) {
   for (int64_t k = 0; k < n; k += kBlock) {
     const int64_t e = n < k + kBlock ? n : k + kBlock;

@@ -11,6 +11,8 @@ namespace dsv4cpu::detail {
 // Index of the first NaN or ±inf among x[0 .. n), or n. Scanned in blocks, branch-free on the
 // exponent bits, so that the passing path vectorises.
 int64_t first_non_finite(const float* x, int64_t n);
+// Index of the first NaN or ±inf among the bf16 values x[0 .. n), or n (scanned alike).
+int64_t first_non_finite_bf16(const uint16_t* x, int64_t n);
 // Index of the first i whose RN(a[i] + b[i]) is NaN or ±inf, or n.
 int64_t first_non_finite_sum(const float* a, const float* b, int64_t n);
 

@@ -4,9 +4,11 @@
 #include <optional>
 #include <stdexcept>
 
+#include "dsv4cpu/attention.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/indexer.hpp"
 #include "dsv4cpu/metadata.hpp"
+#include "testing/attention.hpp"
 #include "testing/cache_compare.hpp"
 #include "testing/oracle.hpp"
 
@@ -441,6 +443,50 @@ void run_split_indexer_prefill_chunks(Case& c, const Options& o) {
   result_vector(c, "chunks", DType::I64, {static_cast<int64_t>(chunks.size()), 4}, rows);
 }
 
+// ---- attention (attention.md) ----
+
+// attention.md §2; lse is requested iff the fixture holds expected.lse. out and lse follow
+// numerics.md §11.8 against the fixture, with the bound computed from the inputs.
+void run_sparse_mla_attention(Case& c, const Options& o) {
+  constexpr const char* op = "sparse_mla_attention";
+  const testing::AttentionInputs in{c.input("q"),
+                                    c.input("window_cache"),
+                                    c.integer("window_block_size"),
+                                    c.input("window_slots"),
+                                    c.input("compressed_cache"),
+                                    c.integer("compressed_block_size"),
+                                    c.input("compressed_slots"),
+                                    c.input("attn_sink"),
+                                    c.real32("scale", kAttentionScale),
+                                    parse_nope_decode(op, c.text("nope_decode", "exact"))};
+  const int64_t T = extent(in.q, 0), H = extent(in.q, 1);
+  const Comparator bound = [in](const std::string& name, const ArrayRef& got,
+                                const ArrayRef& want, const Tolerance&) -> Verdict {
+    if (std::string m = layout_mismatch(name, got, want); !m.empty()) return {false, m};
+    return testing::compare_attention(testing::attention_bound(in), name, got, want);
+  };
+  const TensorView out = c.output("out", DType::BF16, {T, H, 512}, bound);
+  const TensorView lse =
+      c.expected("lse") ? c.output("lse", DType::F32, {T, H}, bound) : TensorView();
+  sparse_mla_attention(in.q, in.window_cache, in.window_block_size, in.window_slots,
+                       in.compressed_cache, in.compressed_block_size, in.compressed_slots,
+                       in.attn_sink, in.scale, in.nope_decode, out, lse, o);
+}
+
+void run_fused_qnorm_rope_kv_insert(Case& c, const Options& o) {
+  constexpr const char* op = "fused_qnorm_rope_kv_insert";
+  const TensorView q = c.input("q"), kv = c.input("kv"), positions = c.input("positions"),
+                   slots = c.input("slot_mapping"), table = c.input("cos_sin_cache");
+  const int64_t Hpad = c.integer("q_head_padded"), P = c.integer("cache_block_size");
+  const double eps = c.real("eps");
+  const ScaleClamp clamp = parse_scale_clamp(op, c.text("scale_clamp", "cpu"));
+  const Fp8Subnormals subnormals = parse_fp8_subnormals(op, c.text("fp8_subnormals", "exact"));
+  const TensorView cache = c.inout("swa_cache");
+  const TensorView q_out = c.output("q_out", DType::BF16, {extent(q, 0), plausible(Hpad), 512});
+  fused_qnorm_rope_kv_insert(q, kv, positions, slots, cache, table, Hpad, eps, P, clamp,
+                             subnormals, q_out, o);
+}
+
 }  // namespace
 
 const std::vector<OpAdapter>& op_adapters() {
@@ -468,6 +514,8 @@ const std::vector<OpAdapter>& op_adapters() {
       {"c4a_global_topk_indices", run_c4a_global_topk_indices},
       {"indexer_metadata", run_indexer_metadata},
       {"split_indexer_prefill_chunks", run_split_indexer_prefill_chunks},
+      {"sparse_mla_attention", run_sparse_mla_attention},
+      {"fused_qnorm_rope_kv_insert", run_fused_qnorm_rope_kv_insert},
   };
   return table;
 }

@@ -1,0 +1,67 @@
+// The kernel-facing argument packs of the attention ops (attention.md; validated by api/ before
+// any variant runs, read by every variant) and the kernels of every variant (reference/,
+// optimized/). The fp8_ds_mla entry and its dequantisation are in args/fp8_ds_mla.hpp.
+#pragma once
+#include <cstdint>
+
+#include "core/registry.hpp"
+#include "dsv4cpu/attention.hpp"
+
+namespace dsv4cpu::detail {
+
+struct SparseMlaAttentionArgs {
+  TensorView q, window_cache;
+  int64_t window_block_size;
+  TensorView window_slots, compressed_cache;
+  int64_t compressed_block_size;
+  TensorView compressed_slots, attn_sink;
+  float scale;
+  NopeDecode nope_decode;
+  TensorView out, lse;  // lse may be absent (not requested)
+  // Derived by validation: q [T, H, 512], window_slots [T, Nw], compressed_slots [T, Nc].
+  int64_t T = 0, H = 0, Nw = 0, Nc = 0;
+};
+
+// attention.md §2.5: the softmax runs over blocks of this many columns per set.
+inline constexpr int64_t kAttentionBlock = 128;
+
+struct FusedQnormRopeKvInsertArgs {
+  TensorView q, kv, positions, slot_mapping, swa_cache, cos_sin_cache;
+  int64_t q_head_padded;
+  double eps;
+  int64_t cache_block_size;
+  ScaleClamp scale_clamp;
+  Fp8Subnormals fp8_subnormals;
+  TensorView q_out;
+  // Derived by validation: q [T, Hq, 512], kv [T_ins, 512], eps_f = RN(eps).
+  int64_t T = 0, Hq = 0, T_ins = 0;
+  float eps_f = 0.0f;
+};
+
+// ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
+// validated arguments ----
+
+// The scalar fp32 reference kernels (the oracle; reference/attention.cpp).
+namespace ref {
+
+// attention.md §2.5-§2.6 in the exact `ref` order.
+void sparse_mla_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx);
+// attention.md §3: computes q_out and every written entry into scratch, checks them when
+// ctx.check_finite (bad-input.md §1.4 (f), first offending token), then writes.
+void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunContext& ctx);
+
+}  // namespace ref
+
+// The optimized variants. They obey the contracts of attention.md §2.8 and §3.4 on every target
+// and for any thread count.
+namespace opt {
+
+// fused_qnorm_rope_kv_insert "hwy" (optimized/attention_insert_hwy.cpp): bit-exact with the
+// reference in q_out and every cache byte. When ctx.check_finite and a computed value is not
+// finite, the reference kernel reruns the call and throws its NonFiniteError (the intermediates
+// are bit-identical).
+void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunContext& ctx);
+
+}  // namespace opt
+
+}  // namespace dsv4cpu::detail

@@ -1,0 +1,63 @@
+// Sparse MLA attention and the SWA insert (attention.md). Argument names and order follow the
+// spec's tables; outputs are TensorView parameters written by the op, then the per-call Options.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "dsv4cpu/numerics.hpp"
+#include "dsv4cpu/options.hpp"
+#include "dsv4cpu/tensor.hpp"
+
+namespace dsv4cpu {
+
+// attention.md §2.1 default scale: RN(512^-0.5) = 0x3D3504F3.
+inline constexpr float kAttentionScale = 0x1.6a09e6p-5f;
+
+// attention.md §2.4: how NoPE codes are dequantised.
+enum class NopeDecode : uint8_t {
+  exact,  // the stored value (default)
+  vllm,   // vLLM's widening: E = 0 codes read (1 + m/8)·S/128, scale byte 0 reads +0, bf16 values
+};
+// "exact" / "vllm" -> NopeDecode; anything else throws ValueError naming `op` and "nope_decode".
+NopeDecode parse_nope_decode(const char* op, std::string_view text);
+
+// attention.md §3.4: fp8 codes of |y| < 2^-6.
+enum class Fp8Subnormals : uint8_t {
+  exact,  // e4m3_sat with subnormals (default)
+  flush,  // the signed zero, as vLLM's SWA insert
+};
+// "exact" / "flush" -> Fp8Subnormals; anything else throws ValueError.
+Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view text);
+
+// attention.md §2: per query token t and head h, online-softmax attention over the window
+// columns then the compressed columns (slot -1 skipped), with the optional sink.
+// q: BF16 [T, H, 512] with stride(2) = 1, stride(1) = 512, stride(0) >= H·512;
+// window_cache, compressed_cache: U8 [pages, page_bytes] fp8_ds_mla (unit inner stride, page
+// stride >= page_bytes >= block_size·584; compressed_cache may have 0 pages);
+// window_slots: I32/I64 [T, Nw], compressed_slots: I32/I64 [T, Nc], contiguous;
+// attn_sink: F32 [H] (finite or -inf) or absent; scale finite and > 0 (kAttentionScale).
+// out: BF16 [T, H, 512] contiguous, written completely; lse: F32 [T, H] contiguous, or absent
+// (not requested): the log-sum-exp without the sink, +inf for rows without a valid entry.
+void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
+                          int64_t window_block_size, const TensorView& window_slots,
+                          const TensorView& compressed_cache, int64_t compressed_block_size,
+                          const TensorView& compressed_slots, const TensorView& attn_sink,
+                          float scale, NopeDecode nope_decode, const TensorView& out,
+                          const TensorView& lse = {}, const Options& options = {});
+
+// attention.md §3: q RMSNorm (weight-free) and RoPE into q_out, and the SWA kv rows rotated,
+// quantised and written into swa_cache (in place) at slot_mapping.
+// q: BF16 [T, Hq, 512]; kv: BF16 [T_ins, 512] with T_ins <= T; positions: I32/I64 [T];
+// slot_mapping: I32/I64 [T_ins] (-1 = skip, valid slots distinct), all contiguous;
+// swa_cache: U8 [pages, page_bytes >= cache_block_size·584] (page stride >= page_bytes);
+// cos_sin_cache: F32 [R, 64] contiguous; q_head_padded >= Hq; eps finite and >= 0.
+// q_out: BF16 [T, q_head_padded, 512] contiguous, written completely (heads >= Hq are +0).
+// Only the written entries' 576 data bytes and 8 scale bytes of swa_cache change.
+void fused_qnorm_rope_kv_insert(const TensorView& q, const TensorView& kv,
+                                const TensorView& positions, const TensorView& slot_mapping,
+                                const TensorView& swa_cache, const TensorView& cos_sin_cache,
+                                int64_t q_head_padded, double eps, int64_t cache_block_size,
+                                ScaleClamp scale_clamp, Fp8Subnormals fp8_subnormals,
+                                const TensorView& q_out, const Options& options = {});
+
+}  // namespace dsv4cpu
