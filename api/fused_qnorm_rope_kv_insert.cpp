@@ -90,10 +90,10 @@ void validate(FusedQnormRopeKvInsertArgs& a, const Options& o) {
 
 void fused_qnorm_rope_kv_insert(const TensorView& q, const TensorView& kv,
                                 const TensorView& positions, const TensorView& slot_mapping,
-                                const TensorView& swa_cache, const TensorView& cos_sin_cache,
+                                const MutableTensorView& swa_cache, const TensorView& cos_sin_cache,
                                 int64_t q_head_padded, double eps, int64_t cache_block_size,
                                 ScaleClamp scale_clamp, Fp8Subnormals fp8_subnormals,
-                                const TensorView& q_out, const Options& options) {
+                                const MutableTensorView& q_out, const Options& options) {
   detail::FusedQnormRopeKvInsertArgs a{q,         kv,           positions,
                                        slot_mapping, swa_cache, cos_sin_cache,
                                        q_head_padded, eps,      cache_block_size,

@@ -81,8 +81,8 @@ void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
                           int64_t window_block_size, const TensorView& window_slots,
                           const TensorView& compressed_cache, int64_t compressed_block_size,
                           const TensorView& compressed_slots, const TensorView& attn_sink,
-                          float scale, NopeDecode nope_decode, const TensorView& out,
-                          const TensorView& lse, const Options& options) {
+                          float scale, NopeDecode nope_decode, const MutableTensorView& out,
+                          const MutableTensorView& lse, const Options& options) {
   detail::SparseMlaAttentionArgs a{q,          window_cache, window_block_size, window_slots,
                                    compressed_cache, compressed_block_size, compressed_slots,
                                    attn_sink,  scale,        nope_decode,       out,

@@ -17,7 +17,7 @@ struct SparseMlaAttentionArgs {
   TensorView compressed_slots, attn_sink;
   float scale;
   NopeDecode nope_decode;
-  TensorView out, lse;  // lse may be absent (not requested)
+  MutableTensorView out, lse;  // lse may be absent (not requested)
   // Derived by validation: q [T, H, 512], window_slots [T, Nw], compressed_slots [T, Nc].
   int64_t T = 0, H = 0, Nw = 0, Nc = 0;
 };
@@ -26,13 +26,15 @@ struct SparseMlaAttentionArgs {
 inline constexpr int64_t kAttentionBlock = 128;
 
 struct FusedQnormRopeKvInsertArgs {
-  TensorView q, kv, positions, slot_mapping, swa_cache, cos_sin_cache;
+  TensorView q, kv, positions, slot_mapping;
+  MutableTensorView swa_cache;
+  TensorView cos_sin_cache;
   int64_t q_head_padded;
   double eps;
   int64_t cache_block_size;
   ScaleClamp scale_clamp;
   Fp8Subnormals fp8_subnormals;
-  TensorView q_out;
+  MutableTensorView q_out;
   // Derived by validation: q [T, Hq, 512], kv [T_ins, 512], eps_f = RN(eps).
   int64_t T = 0, Hq = 0, T_ins = 0;
   float eps_f = 0.0f;

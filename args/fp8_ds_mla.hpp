@@ -23,23 +23,27 @@ inline constexpr int64_t kMlaEntryBytes = kMlaDataBytes + kMlaScaleBytes;
 // Entry `slot` of a paged fp8_ds_mla cache U8 [pages, page_bytes] with P entries per page:
 // page slot / P at byte (slot / P)·stride(0); entry j = slot % P has its data (448 codes, then
 // 64 little-endian bf16 RoPE values) at j·576 and its scale bytes at P·576 + 8j.
-class MlaCache {
+template <class Byte>  // const uint8_t: a cache read; uint8_t: a cache written in place
+class MlaEntries {
  public:
-  MlaCache(const TensorView& cache, int64_t block_size)
-      : base_(cache.ptr<uint8_t>()),
+  template <class View>  // TensorView for Byte = const uint8_t, MutableTensorView for uint8_t
+  MlaEntries(const View& cache, int64_t block_size)
+      : base_(cache.template ptr<uint8_t>()),
         page_stride_(cache.rank() == 2 ? cache.stride(0) : 0),
         P_(block_size) {}
-  uint8_t* data(int64_t slot) const noexcept {
+  Byte* data(int64_t slot) const noexcept {
     return base_ + (slot / P_) * page_stride_ + (slot % P_) * kMlaDataBytes;
   }
-  uint8_t* scales(int64_t slot) const noexcept {
+  Byte* scales(int64_t slot) const noexcept {
     return base_ + (slot / P_) * page_stride_ + P_ * kMlaDataBytes + (slot % P_) * kMlaScaleBytes;
   }
 
  private:
-  uint8_t* base_;
+  Byte* base_;
   int64_t page_stride_, P_;
 };
+using MlaCache = MlaEntries<const uint8_t>;
+using MlaCacheOut = MlaEntries<uint8_t>;
 
 // attention.md §2.4: the factor of a tile with UE8M0 byte b: 2^(b − 127), byte 255 NaN; byte 0
 // is 2^−127 (exact) or 0 (vllm: the tile reads +0, see decode_nope).

@@ -157,7 +157,7 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
 
   const auto write = HWY_DYNAMIC_DISPATCH(WriteQuery);
   parallel_for(a.T, threads, [&](int64_t t) { write(a, t); });
-  const MlaCache cache(a.swa_cache, a.cache_block_size);
+  const MlaCacheOut cache(a.swa_cache, a.cache_block_size);
   for (int64_t t = 0; t < a.T_ins; ++t) {
     if (slot(t) < 0) continue;
     const uint8_t* entry = entries.data() + t * kMlaEntryBytes;

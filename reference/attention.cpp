@@ -231,7 +231,7 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
   }
   if (!q_out.empty())
     std::memcpy(a.q_out.ptr<uint16_t>(), q_out.data(), q_out.size() * sizeof(uint16_t));
-  const MlaCache cache(a.swa_cache, a.cache_block_size);
+  const MlaCacheOut cache(a.swa_cache, a.cache_block_size);
   for (int64_t t = 0; t < a.T_ins; ++t) {
     if (slot(t) < 0) continue;  // -1: skipped
     const uint8_t* entry = entries.data() + t * kMlaEntryBytes;

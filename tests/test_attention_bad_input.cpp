@@ -119,13 +119,13 @@ TEST(SparseMlaAttentionBadInput, CachesSlotsSinkOutLseShapes) {
   b.expect("ShapeError",
            [&](auto& v) { v.attn_sink = TensorView(v.attn_sink.data(), DType::F32, {1}); });
   b.expect("ShapeError", [&](auto& v) {
-    v.out = TensorView(v.out.data(), DType::F32, {2, 2, 512});
+    v.out = MutableTensorView(v.out.data(), DType::F32, {2, 2, 512});
   });
   b.expect("ShapeError", [&](auto& v) {
-    v.out = TensorView(v.out.data(), DType::BF16, {2, 2, 512}, {1024, 256, 1});
+    v.out = MutableTensorView(v.out.data(), DType::BF16, {2, 2, 512}, {1024, 256, 1});
   });
-  b.expect("ShapeError", [&](auto& v) { v.out = TensorView(); });
-  b.expect("ShapeError", [&](auto& v) { v.lse = TensorView(v.lse.data(), DType::F32, {2, 3}); });
+  b.expect("ShapeError", [&](auto& v) { v.out = MutableTensorView(); });
+  b.expect("ShapeError", [&](auto& v) { v.lse = MutableTensorView(v.lse.data(), DType::F32, {2, 3}); });
 }
 
 TEST(SparseMlaAttentionBadInput, Overlaps) {
@@ -133,17 +133,17 @@ TEST(SparseMlaAttentionBadInput, Overlaps) {
   // out over q (q's storage is large enough for out's view).
   EXPECT_EQ(b.expect("ShapeError",
                      [&](auto& v) {
-                       v.out = TensorView(b.c.q.data(), DType::BF16, {2, 2, 512});
+                       v.out = MutableTensorView(b.c.q.data(), DType::BF16, {2, 2, 512});
                      }),
             "dsv4cpu::sparse_mla_attention: out: memory overlaps input q (expected an output "
             "that does not overlap any input)");
   // lse over the window cache; lse over out.
   b.expect("ShapeError", [&](auto& v) {
-    v.lse = TensorView(b.c.window.bytes.data(), DType::F32, {2, 2});
+    v.lse = MutableTensorView(b.c.window.bytes.data(), DType::F32, {2, 2});
   });
   EXPECT_EQ(b.expect("ShapeError",
                      [&](auto& v) {
-                       v.lse = TensorView(b.c.out.data() + 8, DType::F32, {2, 2});
+                       v.lse = MutableTensorView(b.c.out.data() + 8, DType::F32, {2, 2});
                      }),
             "dsv4cpu::sparse_mla_attention: lse: memory overlaps output out (expected outputs "
             "that do not overlap)");
@@ -227,7 +227,10 @@ struct InsertBad {
     q_out.assign(static_cast<size_t>(T * Hpad * 512), 0xA5A5);
   }
   struct Views {
-    TensorView q, kv, positions, slots, cache, table, q_out;
+    TensorView q, kv, positions, slots;
+    MutableTensorView cache;
+    TensorView table;
+    MutableTensorView q_out;
   };
   Views views() {
     return {TensorView(q.data(), DType::BF16, {T, Hq, 512}),
@@ -236,7 +239,7 @@ struct InsertBad {
             TensorView(slots.data(), DType::I64, {T_ins}),
             cache.view(),
             TensorView(table.data(), DType::F32, {R, 64}),
-            TensorView(q_out.data(), DType::BF16, {T, Hpad, 512})};
+            MutableTensorView(q_out.data(), DType::BF16, {T, Hpad, 512})};
   }
   void run(const Views& v, const Options& o) {
     fused_qnorm_rope_kv_insert(v.q, v.kv, v.positions, v.slots, v.cache, v.table, Hpad, eps, P,
@@ -295,31 +298,31 @@ TEST(FusedQnormRopeKvInsertBadInput, Shapes) {
            [&](auto& v) { v.positions = TensorView(v.positions.data(), DType::I64, {2}); });
   b.expect("ShapeError", [&](auto& v) { v.slots = TensorView(v.slots.data(), DType::F32, {3}); });
   b.expect("ShapeError", [&](auto& v) {
-    v.cache = TensorView(v.cache.data(), DType::U8, {2, 2 * 584 - 1}, {b.cache.page_stride, 1});
+    v.cache = MutableTensorView(v.cache.data(), DType::U8, {2, 2 * 584 - 1}, {b.cache.page_stride, 1});
   });
   b.expect("ShapeError", [&](auto& v) {
     v.table = TensorView(v.table.data(), DType::F32, {16, 32});
   });
   b.expect("ShapeError", [&](auto& v) {
-    v.q_out = TensorView(v.q_out.data(), DType::BF16, {3, 2, 512});
+    v.q_out = MutableTensorView(v.q_out.data(), DType::BF16, {3, 2, 512});
   });
-  b.expect("ShapeError", [&](auto& v) { v.q_out = TensorView(); });
+  b.expect("ShapeError", [&](auto& v) { v.q_out = MutableTensorView(); });
 }
 
 TEST(FusedQnormRopeKvInsertBadInput, Overlaps) {
   InsertBad b;
   EXPECT_EQ(b.expect("ShapeError",
                      [&](auto& v) {
-                       v.cache = TensorView(b.q_out.data(), DType::U8, {2, 2 * 584}, {2 * 584, 1});
+                       v.cache = MutableTensorView(b.q_out.data(), DType::U8, {2, 2 * 584}, {2 * 584, 1});
                      }),
             "dsv4cpu::fused_qnorm_rope_kv_insert: q_out: memory overlaps output swa_cache "
             "(expected outputs that do not overlap)");
   b.expect("ShapeError", [&](auto& v) {
-    v.cache = TensorView(b.kv.data(), DType::U8, {1, 2 * 584});
+    v.cache = MutableTensorView(b.kv.data(), DType::U8, {1, 2 * 584});
   });
   EXPECT_EQ(b.expect("ShapeError",
                      [&](auto& v) {
-                       v.q_out = TensorView(b.table.data(), DType::BF16, {1, 1, 512});
+                       v.q_out = MutableTensorView(b.table.data(), DType::BF16, {1, 1, 512});
                        v.q = TensorView(b.q.data(), DType::BF16, {1, 1, 512});
                        v.kv = TensorView(b.kv.data(), DType::BF16, {1, 512});
                        v.positions = TensorView(b.positions.data(), DType::I64, {1});

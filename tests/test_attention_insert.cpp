@@ -61,7 +61,7 @@ struct InsertCase {
                                TensorView(slots.data(), DType::I64, {T_ins}), cache.view(),
                                TensorView(table.data(), DType::F32, {R, 64}), Hpad, eps, cache.P,
                                clamp, subnormals,
-                               TensorView(q_out.data(), DType::BF16, {T, Hpad, 512}), o);
+                               MutableTensorView(q_out.data(), DType::BF16, {T, Hpad, 512}), o);
   }
   // Byte ranges of the entry at `slot`: its 576 data bytes and 8 scale bytes.
   std::vector<std::pair<int64_t, int64_t>> entry_ranges(int64_t slot) const {

@@ -33,8 +33,8 @@ struct MlaPages {
   int64_t scales_at(int64_t slot) const {
     return (slot / P) * page_stride + P * 576 + (slot % P) * 8;
   }
-  TensorView view() {
-    return TensorView(bytes.data(), DType::U8, {pages, page_bytes}, {page_stride, 1});
+  MutableTensorView view() {
+    return MutableTensorView(bytes.data(), DType::U8, {pages, page_bytes}, {page_stride, 1});
   }
   // Entry `slot`: 448 NoPE codes, 7 UE8M0 bytes, 64 bf16 RoPE values; pad byte 0.
   void put(int64_t slot, const uint8_t* codes, const uint8_t* scale_bytes, const uint16_t* rope) {
@@ -115,8 +115,8 @@ struct AttentionCase {
   int64_t& cslot(int64_t t, int64_t c) { return compressed_slots[static_cast<size_t>(t * Nc + c)]; }
 
   struct Views {
-    TensorView q, window_cache, window_slots, compressed_cache, compressed_slots, attn_sink, out,
-        lse;
+    TensorView q, window_cache, window_slots, compressed_cache, compressed_slots, attn_sink;
+    MutableTensorView out, lse;
   };
   Views views() {
     return {TensorView(q.data(), DType::BF16, {T, H, 512}, {Hs * 512, 512, 1}),
@@ -125,8 +125,8 @@ struct AttentionCase {
             compressed.view(),
             TensorView(compressed_slots.data(), DType::I64, {T, Nc}),
             sink.empty() ? TensorView() : TensorView(sink.data(), DType::F32, {H}),
-            TensorView(out.data(), DType::BF16, {T, H, 512}),
-            want_lse ? TensorView(lse.data(), DType::F32, {T, H}) : TensorView()};
+            MutableTensorView(out.data(), DType::BF16, {T, H, 512}),
+            want_lse ? MutableTensorView(lse.data(), DType::F32, {T, H}) : MutableTensorView()};
   }
   void run(const Views& v, const Options& o = {}) {
     sparse_mla_attention(v.q, v.window_cache, window.P, v.window_slots, v.compressed_cache,

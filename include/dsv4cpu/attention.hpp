@@ -1,5 +1,5 @@
 // Sparse MLA attention and the SWA insert (attention.md). Argument names and order follow the
-// spec's tables; outputs are TensorView parameters written by the op, then the per-call Options.
+// spec's tables; outputs and in-place buffers are MutableTensorView parameters, then the per-call Options.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -42,8 +42,8 @@ void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
                           int64_t window_block_size, const TensorView& window_slots,
                           const TensorView& compressed_cache, int64_t compressed_block_size,
                           const TensorView& compressed_slots, const TensorView& attn_sink,
-                          float scale, NopeDecode nope_decode, const TensorView& out,
-                          const TensorView& lse = {}, const Options& options = {});
+                          float scale, NopeDecode nope_decode, const MutableTensorView& out,
+                          const MutableTensorView& lse = {}, const Options& options = {});
 
 // attention.md §3: q RMSNorm (weight-free) and RoPE into q_out, and the SWA kv rows rotated,
 // quantised and written into swa_cache (in place) at slot_mapping.
@@ -55,9 +55,9 @@ void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
 // Only the written entries' 576 data bytes and 8 scale bytes of swa_cache change.
 void fused_qnorm_rope_kv_insert(const TensorView& q, const TensorView& kv,
                                 const TensorView& positions, const TensorView& slot_mapping,
-                                const TensorView& swa_cache, const TensorView& cos_sin_cache,
+                                const MutableTensorView& swa_cache, const TensorView& cos_sin_cache,
                                 int64_t q_head_padded, double eps, int64_t cache_block_size,
                                 ScaleClamp scale_clamp, Fp8Subnormals fp8_subnormals,
-                                const TensorView& q_out, const Options& options = {});
+                                const MutableTensorView& q_out, const Options& options = {});
 
 }  // namespace dsv4cpu

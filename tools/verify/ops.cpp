@@ -465,9 +465,9 @@ void run_sparse_mla_attention(Case& c, const Options& o) {
     if (std::string m = layout_mismatch(name, got, want); !m.empty()) return {false, m};
     return testing::compare_attention(testing::attention_bound(in), name, got, want);
   };
-  const TensorView out = c.output("out", DType::BF16, {T, H, 512}, bound);
-  const TensorView lse =
-      c.expected("lse") ? c.output("lse", DType::F32, {T, H}, bound) : TensorView();
+  const MutableTensorView out = c.output("out", DType::BF16, {T, H, 512}, bound);
+  const MutableTensorView lse =
+      c.expected("lse") ? c.output("lse", DType::F32, {T, H}, bound) : MutableTensorView();
   sparse_mla_attention(in.q, in.window_cache, in.window_block_size, in.window_slots,
                        in.compressed_cache, in.compressed_block_size, in.compressed_slots,
                        in.attn_sink, in.scale, in.nope_decode, out, lse, o);
@@ -481,8 +481,8 @@ void run_fused_qnorm_rope_kv_insert(Case& c, const Options& o) {
   const double eps = c.real("eps");
   const ScaleClamp clamp = parse_scale_clamp(op, c.text("scale_clamp", "cpu"));
   const Fp8Subnormals subnormals = parse_fp8_subnormals(op, c.text("fp8_subnormals", "exact"));
-  const TensorView cache = c.inout("swa_cache");
-  const TensorView q_out = c.output("q_out", DType::BF16, {extent(q, 0), plausible(Hpad), 512});
+  const MutableTensorView cache = c.inout("swa_cache");
+  const MutableTensorView q_out = c.output("q_out", DType::BF16, {extent(q, 0), plausible(Hpad), 512});
   fused_qnorm_rope_kv_insert(q, kv, positions, slots, cache, table, Hpad, eps, P, clamp,
                              subnormals, q_out, o);
 }
