@@ -15,7 +15,7 @@ if(NOT internal STREQUAL "")
   message(FATAL_ERROR "internal symbols exported:${internal}")
 endif()
 foreach(api "dsv4cpu::registered_ops()" "dsv4cpu::map_local_to_global_slots("
-            "typeinfo for dsv4cpu::IndexError")
+            "dsv4cpu::sparse_mla_attention(" "typeinfo for dsv4cpu::IndexError")
   string(FIND "${out}" "${api}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "public symbol not exported: ${api}")

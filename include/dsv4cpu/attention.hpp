@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "dsv4cpu/export.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "dsv4cpu/options.hpp"
 #include "dsv4cpu/tensor.hpp"
@@ -19,7 +20,7 @@ enum class NopeDecode : uint8_t {
   vllm,   // vLLM's widening: E = 0 codes read (1 + m/8)·S/128, scale byte 0 reads +0, bf16 values
 };
 // "exact" / "vllm" -> NopeDecode; anything else throws ValueError naming `op` and "nope_decode".
-NopeDecode parse_nope_decode(const char* op, std::string_view text);
+DSV4CPU_API NopeDecode parse_nope_decode(const char* op, std::string_view text);
 
 // attention.md §3.4: fp8 codes of |y| < 2^-6.
 enum class Fp8Subnormals : uint8_t {
@@ -27,7 +28,7 @@ enum class Fp8Subnormals : uint8_t {
   flush,  // the signed zero, as vLLM's SWA insert
 };
 // "exact" / "flush" -> Fp8Subnormals; anything else throws ValueError.
-Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view text);
+DSV4CPU_API Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view text);
 
 // attention.md §2: per query token t and head h, online-softmax attention over the window
 // columns then the compressed columns (slot -1 skipped), with the optional sink.
@@ -38,12 +39,15 @@ Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view text);
 // attn_sink: F32 [H] (finite or -inf) or absent; scale finite and > 0 (kAttentionScale).
 // out: BF16 [T, H, 512] contiguous, written completely; lse: F32 [T, H] contiguous, or absent
 // (not requested): the log-sum-exp without the sink, +inf for rows without a valid entry.
-void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
-                          int64_t window_block_size, const TensorView& window_slots,
-                          const TensorView& compressed_cache, int64_t compressed_block_size,
-                          const TensorView& compressed_slots, const TensorView& attn_sink,
-                          float scale, NopeDecode nope_decode, const MutableTensorView& out,
-                          const MutableTensorView& lse = {}, const Options& options = {});
+DSV4CPU_API void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
+                                      int64_t window_block_size, const TensorView& window_slots,
+                                      const TensorView& compressed_cache,
+                                      int64_t compressed_block_size,
+                                      const TensorView& compressed_slots,
+                                      const TensorView& attn_sink, float scale,
+                                      NopeDecode nope_decode, const MutableTensorView& out,
+                                      const MutableTensorView& lse = {},
+                                      const Options& options = {});
 
 // attention.md §3: q RMSNorm (weight-free) and RoPE into q_out, and the SWA kv rows rotated,
 // quantised and written into swa_cache (in place) at slot_mapping.
@@ -53,11 +57,15 @@ void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
 // cos_sin_cache: F32 [R, 64] contiguous; q_head_padded >= Hq; eps finite and >= 0.
 // q_out: BF16 [T, q_head_padded, 512] contiguous, written completely (heads >= Hq are +0).
 // Only the written entries' 576 data bytes and 8 scale bytes of swa_cache change.
-void fused_qnorm_rope_kv_insert(const TensorView& q, const TensorView& kv,
-                                const TensorView& positions, const TensorView& slot_mapping,
-                                const MutableTensorView& swa_cache, const TensorView& cos_sin_cache,
-                                int64_t q_head_padded, double eps, int64_t cache_block_size,
-                                ScaleClamp scale_clamp, Fp8Subnormals fp8_subnormals,
-                                const MutableTensorView& q_out, const Options& options = {});
+DSV4CPU_API void fused_qnorm_rope_kv_insert(const TensorView& q, const TensorView& kv,
+                                            const TensorView& positions,
+                                            const TensorView& slot_mapping,
+                                            const MutableTensorView& swa_cache,
+                                            const TensorView& cos_sin_cache,
+                                            int64_t q_head_padded, double eps,
+                                            int64_t cache_block_size, ScaleClamp scale_clamp,
+                                            Fp8Subnormals fp8_subnormals,
+                                            const MutableTensorView& q_out,
+                                            const Options& options = {});
 
 }  // namespace dsv4cpu
