@@ -45,6 +45,7 @@ void validate(TopkTransformArgs& a, const Options&) {
     for (const auto& [in_name, in] :
          {std::pair{"scores", &a.scores}, {"seq_lens", &a.seq_lens}, {"page_table", &a.page_table}})
       check_no_overlap(op, name, *out, in_name, *in);
+  check_outputs_disjoint(op, "raw_indices", a.raw_indices, "page_indices", a.page_indices);
   // (d) lengths, then (with page_indices) the covered page-table entries (§5.5), whose slots
   // (entry << log2 P) + P - 1 must fit int32.
   const int64_t P = a.page_size, MP = paged ? a.page_table.size(1) : 0;

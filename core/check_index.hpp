@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "core/checked.hpp"
 
 namespace dsv4cpu::detail {
 
@@ -66,7 +67,11 @@ struct SlotRange {
   int64_t pages, per_page;
   const char* cache;  // "the state cache"
   const char* unit;   // "rows"
-  int64_t size() const noexcept { return pages * per_page; }
+  // Saturated: a cache of more than 2^63 - 1 slots holds every int64 slot.
+  int64_t size() const noexcept {
+    int64_t n = 0;
+    return checked_mul(pages, per_page, &n) ? n : INT64_MAX;
+  }
 };
 // Every element of `v` (rank 1 or 2) is -1 or in the range: "negative slot other than -1",
 // "slot beyond <cache>" (expected "-1 or 0 <= slot < 4096 = 1024 pages x 4 rows").
