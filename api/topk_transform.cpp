@@ -53,6 +53,8 @@ void validate(TopkTransformArgs& a, const Options&) {
                     "ceil(seq_len / page_size) <= " + std::to_string(MP) + " = page_table columns"};
   check_lengths(op, "seq_lens", a.seq_lens, a.S, std::to_string(a.S) + " = scores columns",
                 paged ? &fit : nullptr);
+  if (a.S > (int64_t{1} << 31))  // a row of more than 8 GiB: its indices may not fit I32
+    check_i32_row_lengths(op, "seq_lens", a.seq_lens, 1, "raw_indices");
   if (!paged) return;
   const IndexReader seq_lens(a.seq_lens);
   std::vector<int64_t> covered(static_cast<size_t>(a.B));

@@ -119,6 +119,11 @@ void check_covered_blocks(const char* op, const char* name, const TensorView& ta
 // beyond the cache" (expected "block id < 8 = num_pages").
 Limit blocks_in_cache(int64_t num_pages);
 
+// Row lengths (>= 0, rank 1) whose selected indices [0, L / divisor) an I32 output holds:
+// "selects indices beyond the int32 range of <output>" (expected "<name> / divisor <= 2^31").
+void check_i32_row_lengths(const char* op, const char* name, const TensorView& lengths,
+                           int64_t divisor, const char* output);
+
 // ceil(L / P) without overflow (L >= 0, P >= 1).
 inline int64_t pages_for(int64_t L, int64_t P) { return L / P + (L % P != 0 ? 1 : 0); }
 

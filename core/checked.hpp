@@ -45,8 +45,8 @@ inline int64_t shape_product(const char* op, const char* what, int64_t a, int64_
 }
 
 // The most bytes one vector returned by a builder may hold when its size comes from argument
-// values rather than from an array the caller allocated (docs/decisions.md): 2 GiB.
-inline constexpr int64_t kMaxReturnedBytes = int64_t{1} << 31;
+// values rather than from an array the caller allocated (docs/decisions.md): 256 MiB.
+inline constexpr int64_t kMaxReturnedBytes = int64_t{1} << 28;
 
 // True when `count` elements of `element_bytes` each fit kMaxReturnedBytes.
 inline bool fits_returned(int64_t count, int64_t element_bytes) noexcept {
