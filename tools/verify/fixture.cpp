@@ -267,6 +267,12 @@ Verdict Case::check_untouched() const {
   return {true, ""};
 }
 
+std::vector<std::pair<std::string, Bytes>> Case::written() const {
+  std::vector<std::pair<std::string, Bytes>> out;
+  for (const Buffer& b : buffers_) out.emplace_back(b.name, b.bytes);
+  return out;
+}
+
 std::vector<std::string> Case::unused_metadata() const {
   std::vector<std::string> out;
   for (const auto& entry : file_.metadata)

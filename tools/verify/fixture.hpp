@@ -84,6 +84,9 @@ class Case {
   Verdict check(const Tolerance& tol) const;
   // expected_error: every buffer the op may write still holds its content from before the call.
   Verdict check_untouched() const;
+  // Every buffer the op may write (in-place buffers, outputs, results), name and bytes, in the
+  // order they were requested.
+  std::vector<std::pair<std::string, Bytes>> written() const;
   // Metadata keys that neither the runner nor the op read.
   std::vector<std::string> unused_metadata() const;
 
