@@ -99,6 +99,14 @@ void print_registry() {
   }
 }
 
+// Text from a fixture (file names, op names, messages) with control characters shown as '?', so
+// that no file can forge result lines or send terminal escapes.
+std::string printable(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = '?';
+  return s;
+}
+
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -125,9 +133,9 @@ static void print_op_table(const std::vector<CaseResult>& results, size_t width)
   for (const auto& [op, row] : rows) {
     std::string variants;
     for (const std::string& v : row.variants) variants += (variants.empty() ? "" : ", ") + v;
-    std::cout << std::left << std::setw(static_cast<int>(width)) << op << "  " << std::right
-              << std::setw(6) << row.passed << "  " << std::setw(6) << row.failed << "  "
-              << variants << "\n";
+    std::cout << std::left << std::setw(static_cast<int>(width)) << printable(op) << "  "
+              << std::right << std::setw(6) << row.passed << "  " << std::setw(6) << row.failed
+              << "  " << variants << "\n";
   }
   std::cout << "\n";
 }
@@ -176,12 +184,12 @@ int main(int argc, char** argv) {
     const FileResult fr = f.error.empty() ? run_fixture_file(f.path, f.name, mode)
                                           : FileResult{{{"?", f.name, "-", false, f.error, ""}}, {}};
     for (const std::string& w : fr.warnings)
-      std::cerr << "warning: " << f.name << ": " << w << "\n";
+      std::cerr << "warning: " << printable(f.name) << ": " << printable(w) << "\n";
     for (const CaseResult& r : fr.cases) {
       std::string op = r.op;
       op.resize(std::max(width, op.size()), ' ');
-      std::cout << op << "  " << r.name << "  " << r.variant << "  "
-                << (r.pass ? "PASS" : "FAIL") << "  " << r.detail << std::endl;
+      std::cout << printable(op) << "  " << printable(r.name) << "  " << r.variant << "  "
+                << (r.pass ? "PASS" : "FAIL") << "  " << printable(r.detail) << std::endl;
       passed += r.pass ? 1 : 0;
       results.push_back(r);
     }
