@@ -37,9 +37,10 @@ for target in fuzz_safetensors fuzz_fixture fuzz_verify; do
   echo "== ${target}: ${seconds} s"
   status=0
   build/fuzz/tools/fuzz/${target} -max_total_time="${seconds}" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix=out/fuzz/artifacts/${target}- \
+    -max_len=65536 -dict=tools/fuzz/fixtures.dict -print_final_stats=1 \
+    -artifact_prefix=out/fuzz/artifacts/${target}- \
     "${corpus}" "${seeds}" > "build/fuzz/${target}.log" 2>&1 || status=$?
-  [ "${fresh}" = 1 ] && rm -rf "${corpus}"
+  if [ "${fresh}" = 1 ]; then rm -rf "${corpus}"; fi
   grep -E "^stat::(number_of_executed_units|new_units_added|peak_rss_mb)" "build/fuzz/${target}.log" || true
   if [ "${status}" != 0 ]; then
     tail -n 60 "build/fuzz/${target}.log"
