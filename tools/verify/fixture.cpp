@@ -84,7 +84,7 @@ MutableTensorView make_view(const std::string& name, void* data, DType dtype,
 Case::Case(const SafetensorsFile& file) : file_(file) {
   int64_t bytes = 0;
   for (const auto& entry : file.tensors) bytes += static_cast<int64_t>(entry.second.bytes.size());
-  output_limit_ = 8 * bytes + (int64_t{1} << 26);  // the file's tensors are in memory: no overflow
+  output_limit_ = 8 * bytes + (int64_t{1} << 28);  // the file's tensors are in memory: no overflow
 }
 
 const Tensor* Case::tensor(const std::string& name) const {
@@ -134,7 +134,7 @@ MutableTensorView Case::output(const std::string& name, DType dtype,
       bytes > output_limit_)
     throw FixtureError("output '" + name + "' " + dtype_name(dtype) + " " + shape_text(shape) +
                        " exceeds the verifier's limit of " + std::to_string(output_limit_) +
-                       " bytes (8 x the file's tensor bytes + 64 MiB)");
+                       " bytes (8 x the file's tensor bytes + 256 MiB)");
   Buffer& b = add_buffer(name, Kind::output, dtype, shape, std::move(cmp));
   b.bytes = Bytes(static_cast<size_t>(bytes));
   std::fill_n(b.bytes.data(), b.bytes.size(), kGarbageByte);

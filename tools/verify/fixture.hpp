@@ -66,7 +66,7 @@ class Case {
               const void* data, Comparator cmp = {});
 
   // The most bytes one output may take: 8 x the tensor bytes of the file (an expected tensor of a
-  // narrower dtype than the output) + 64 MiB (outputs without an expected tensor).
+  // narrower dtype than the output) + 256 MiB (outputs without an expected tensor).
   int64_t output_limit() const noexcept { return output_limit_; }
 
   // ---- scalars (__metadata__, decimal text); reading a key marks it as used ----

@@ -92,7 +92,7 @@ TEST(HostileFixtures, OutputSizeFromTheFileIsBounded) {
     EXPECT_FALSE(c.pass) << c.variant;
     EXPECT_EQ(c.detail,
               "fixture: output 'logits' F32 [17592186044416, 1048576] exceeds the verifier's "
-              "limit of 67110176 bytes (8 x the file's tensor bytes + 64 MiB)")
+              "limit of 268436768 bytes (8 x the file's tensor bytes + 256 MiB)")
         << c.variant;
   }
 }
