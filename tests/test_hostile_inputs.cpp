@@ -120,7 +120,7 @@ TEST(HostileOverflow, MapLocalToGlobalSlotsWrappingShape) {
         map_local_to_global_slots(TensorView(nullptr, DType::I64, {4, kTwo62}),
                                   TensorView(req.data(), DType::I32, {4}),
                                   TensorView(table.data(), DType::I32, {1, 1}), 4,
-                                  TensorView(slots.data(), DType::I64, {4, 2}), o);
+                                  MutableTensorView(slots.data(), DType::I64, {4, 2}), o);
       },
       [&] { return testing::bytes_of(slots); });
 }
@@ -133,8 +133,8 @@ TEST(HostileOverflow, TopkTransformWrappingShape) {
       [&](const Options& o) {
         topk_transform_512(TensorView(nullptr, DType::F32, {4, kTwo62}),
                            TensorView(lens.data(), DType::I32, {4}), TensorView(), 1,
-                           TopkMode::canonical, TensorView(raw.data(), DType::I32, {4, 512}),
-                           TensorView(), o);
+                           TopkMode::canonical, MutableTensorView(raw.data(), DType::I32, {4, 512}),
+                           MutableTensorView(), o);
       },
       [&] { return testing::bytes_of(raw); });
 }
@@ -152,8 +152,8 @@ TEST(HostileOverflow, SavePartialStatesWrappingStateCache) {
                             TensorView(kv.data(), DType::F32, {1, 256}),
                             TensorView(ape.data(), DType::F32, {4, 256}),
                             TensorView(pos.data(), DType::I64, {1}),
-                            TensorView(state.data(), DType::F32,
-                                       {int64_t{1} << 32, int64_t{1} << 24, 512}),
+                            MutableTensorView(state.data(), DType::F32,
+                                              {int64_t{1} << 32, int64_t{1} << 24, 512}),
                             TensorView(slot.data(), DType::I64, {1}), o);
       },
       [&] { return testing::bytes_of(state); });
@@ -172,7 +172,7 @@ TEST(HostileOverflow, LogitsNextNBeyondTheQueryShape) {
                              TensorView(nullptr, DType::F32, {0, 0}),
                              TensorView(lens.data(), DType::I32, {4}),
                              TensorView(table.data(), DType::I32, {4, 1}), 1, 1 << 20,
-                             TensorView(nullptr, DType::F32, {0, 1 << 20}), kTwo62, o);
+                             MutableTensorView(nullptr, DType::F32, {0, 1 << 20}), kTwo62, o);
       },
       [&] { return testing::bytes_of(lens, table, cache); });
 }
@@ -190,7 +190,7 @@ std::vector<ZeroSizeCall> zero_size_calls() {
   static const std::vector<int32_t> zeros4 = {0, 0, 0, 0}, table4 = {0, 0, 0, 0}, qsl0 = {0};
   static const std::vector<uint8_t> page(132, 0);
   static const std::vector<float> ape(4 * 128, 0.0f), weight(512, 1.0f);
-  const TensorView none_i64(nullptr, DType::I64, {0}), none_i32(nullptr, DType::I32, {0});
+  const MutableTensorView none_i64(nullptr, DType::I64, {0}), none_i32(nullptr, DType::I32, {0});
   return {
       // B·next_n = 2^42 logits rows of width 0, H = 0 heads.
       {"fp8_paged_mqa_logits",
@@ -200,22 +200,22 @@ std::vector<ZeroSizeCall> zero_size_calls() {
                               TensorView(nullptr, DType::F32, {4 * kTwo40, 0}),
                               TensorView(zeros4.data(), DType::I32, {4}),
                               TensorView(table4.data(), DType::I32, {4, 1}), 1, 0,
-                              TensorView(nullptr, DType::F32, {4 * kTwo40, 0}), kTwo40, o);
+                              MutableTensorView(nullptr, DType::F32, {4 * kTwo40, 0}), kTwo40, o);
        }},
       {"topk_transform_512",
        [=](const Options& o) {
          topk_transform_512(TensorView(nullptr, DType::F32, {0, kTwo40 * 1024}), none_i32,
                             TensorView(nullptr, DType::I32, {0, kTwo40}), 1 << 20,
-                            TopkMode::vllm, TensorView(nullptr, DType::I32, {0, kTwo40}),
-                            TensorView(nullptr, DType::I32, {0, kTwo40}), o);
+                            TopkMode::vllm, MutableTensorView(nullptr, DType::I32, {0, kTwo40}),
+                            MutableTensorView(nullptr, DType::I32, {0, kTwo40}), o);
        }},
       {"fused_indexer_q_rope_quant",
        [=](const Options& o) {
          fused_indexer_q_rope_quant(TensorView(nullptr, DType::F32, {0, kTwo40, 128}),
                                     TensorView(nullptr, DType::F32, {0, kTwo40}), none_i64,
                                     TensorView(nullptr, DType::F32, {0, 64}),
-                                    TensorView(nullptr, DType::F8_E4M3, {0, kTwo40, 128}),
-                                    TensorView(nullptr, DType::F32, {0, kTwo40}), o);
+                                    MutableTensorView(nullptr, DType::F8_E4M3, {0, kTwo40, 128}),
+                                    MutableTensorView(nullptr, DType::F32, {0, kTwo40}), o);
        }},
       {"indexer_topk",
        [=](const Options& o) {
@@ -224,20 +224,20 @@ std::vector<ZeroSizeCall> zero_size_calls() {
                       TensorView(qsl0.data(), DType::I32, {1}), none_i32,
                       TensorView(nullptr, DType::I32, {0, kTwo40}),
                       TensorView(nullptr, DType::U8, {0, kTwo40}), 1 << 30, TopkMode::canonical,
-                      TensorView(nullptr, DType::I32, {0, 512}), o);
+                      MutableTensorView(nullptr, DType::I32, {0, 512}), o);
        }},
       {"save_partial_states",
        [=](const Options& o) {
          save_partial_states(TensorView(nullptr, DType::F32, {0, 128}),
                              TensorView(nullptr, DType::F32, {0, 128}),
                              TensorView(ape.data(), DType::F32, {4, 128}), none_i64,
-                             TensorView(nullptr, DType::F32, {kTwo40, 0, 256}), none_i64, o);
+                             MutableTensorView(nullptr, DType::F32, {kTwo40, 0, 256}), none_i64, o);
        }},
       {"map_local_to_global_slots",
        [=](const Options& o) {
          map_local_to_global_slots(TensorView(nullptr, DType::I64, {0, kTwo40 * 1024}), none_i32,
                                    TensorView(nullptr, DType::I32, {kTwo40, 0}), 1,
-                                   TensorView(nullptr, DType::I64, {0, kTwo40 * 1024}), o);
+                                   MutableTensorView(nullptr, DType::I64, {0, kTwo40 * 1024}), o);
        }},
       {"compress_norm_rope_store",
        [=](const Options& o) {
@@ -245,26 +245,27 @@ std::vector<ZeroSizeCall> zero_size_calls() {
                                   TensorView(nullptr, DType::I64, {0, 4}), none_i64, none_i64,
                                   TensorView(weight.data(), DType::F32, {512}),
                                   TensorView(nullptr, DType::F32, {0, 64}),
-                                  TensorView(nullptr, DType::U8, {0, kTwo40 * 1024}), 1e-6,
+                                  MutableTensorView(nullptr, DType::U8, {0, kTwo40 * 1024}), 1e-6,
                                   kTwo40, 4, ScaleClamp::cpu, o);
        }},
       {"swa_window_indices",
        [=](const Options& o) {
          swa_window_indices(none_i64, none_i32, TensorView(nullptr, DType::I32, {kTwo40, 0}),
-                            kTwo40 * 1024, 64, TensorView(nullptr, DType::I64, {0, kTwo40 * 1024}),
-                            TensorView(), o);
+                            kTwo40 * 1024, 64,
+                            MutableTensorView(nullptr, DType::I64, {0, kTwo40 * 1024}),
+                            MutableTensorView(), o);
        }},
       {"c128a_topk_indices",
        [=](const Options& o) {
          c128a_topk_indices(none_i64, none_i32, TensorView(nullptr, DType::I32, {kTwo40, 0}),
-                            kTwo62, 64, TensorView(nullptr, DType::I64, {0, kTwo62 / 128}), o);
+                            kTwo62, 64, MutableTensorView(nullptr, DType::I64, {0, kTwo62 / 128}), o);
        }},
       {"c4a_global_topk_indices",
        [=](const Options& o) {
          c4a_global_topk_indices(TensorView(nullptr, DType::I64, {0, kTwo40 * 1024}), none_i32,
                                  TensorView(nullptr, DType::I32, {kTwo40, 0}), 64, TensorView(),
-                                 TensorView(nullptr, DType::I64, {0, kTwo40 * 1024}), none_i32,
-                                 o);
+                                 MutableTensorView(nullptr, DType::I64, {0, kTwo40 * 1024}),
+                                 none_i32, o);
        }},
       {"token_positions",
        [=](const Options& o) {
@@ -296,7 +297,7 @@ TEST(HostileZeroSize, EmptyBlockTableOfHugeRowCount) {
     finishes_within(10, "c128a_topk_indices " + run.label(), [&] {
       c128a_topk_indices(TensorView(pos.data(), DType::I64, {1}),
                          TensorView(req.data(), DType::I64, {1}), table, 1024, 64,
-                         TensorView(indices.data(), DType::I64, {1, 8}), run.options());
+                         MutableTensorView(indices.data(), DType::I64, {1, 8}), run.options());
     });
     EXPECT_EQ(indices, std::vector<int64_t>(8, -1)) << run.label();
   });
@@ -306,8 +307,8 @@ TEST(HostileZeroSize, EmptyBlockTableOfHugeRowCount) {
     finishes_within(10, "c4a_global_topk_indices " + run.label(), [&] {
       c4a_global_topk_indices(TensorView(none.data(), DType::I64, {1, 2}),
                               TensorView(req.data(), DType::I64, {1}), table, 64, TensorView(),
-                              TensorView(indices.data(), DType::I64, {1, 2}),
-                              TensorView(lens.data(), DType::I32, {1}), run.options());
+                              MutableTensorView(indices.data(), DType::I64, {1, 2}),
+                              MutableTensorView(lens.data(), DType::I32, {1}), run.options());
     });
     EXPECT_EQ(indices, std::vector<int64_t>(2, -1)) << run.label();
     EXPECT_EQ(lens, std::vector<int32_t>(1, 0)) << run.label();
@@ -319,8 +320,9 @@ TEST(HostileZeroSize, EmptyBlockTableOfHugeRowCount) {
                 [&](const Options& o) {
                   c4a_global_topk_indices(TensorView(one.data(), DType::I64, {1, 2}),
                                           TensorView(req.data(), DType::I64, {1}), table, 64,
-                                          TensorView(), TensorView(indices.data(), DType::I64, {1, 2}),
-                                          TensorView(lens.data(), DType::I32, {1}), o);
+                                          TensorView(),
+                                          MutableTensorView(indices.data(), DType::I64, {1, 2}),
+                                          MutableTensorView(lens.data(), DType::I32, {1}), o);
                 },
                 snapshot),
             "dsv4cpu::c4a_global_topk_indices: topk_indices[0, 1] = 3: references block-table "
@@ -362,7 +364,7 @@ TEST(HostileBuilders, IndexerMetadataDecodeWidthBounded) {
         indexer_metadata(TensorView(qsl.data(), DType::I32, {2}),
                          TensorView(seq.data(), DType::I32, {1}),
                          TensorView(table.data(), DType::I32, {1, 1}), 64, kTwo40,
-                         TensorView(slots.data(), DType::I64, {1}), o);
+                         MutableTensorView(slots.data(), DType::I64, {1}), o);
       },
       [&] { return testing::bytes_of(slots); });
   EXPECT_EQ(msg,
@@ -383,7 +385,7 @@ TEST(HostileBuilders, IndexerMetadataPrefillChunkBounded) {
         indexer_metadata(TensorView(qsl.data(), DType::I64, {2}),
                          TensorView(seq.data(), DType::I64, {1}),
                          TensorView(table.data(), DType::I64, {1, 1}), int64_t{1} << 30, 1,
-                         TensorView(slots.data(), DType::I64, {2}), o);
+                         MutableTensorView(slots.data(), DType::I64, {2}), o);
       },
       [&] { return testing::bytes_of(slots); });
   EXPECT_EQ(msg,
@@ -398,7 +400,7 @@ TEST(HostileAliasing, TopkRawAndPageIndicesShareMemory) {
   const std::vector<float> scores(2 * 600, 1.0f);
   const std::vector<int32_t> lens = {600, 600}, table(2 * 600, 1);
   std::vector<int32_t> out = sentinel<int32_t>(2 * 512);
-  const TensorView both(out.data(), DType::I32, {2, 512});
+  const MutableTensorView both(out.data(), DType::I32, {2, 512});
   const std::string msg = testing::expect_error(
       "topk_transform_512", "ShapeError",
       [&](const Options& o) {
@@ -424,8 +426,8 @@ TEST(HostileAliasing, QuantisedQueryAndWeightsShareMemory) {
                                    TensorView(w.data(), DType::F32, {2, 1}),
                                    TensorView(pos.data(), DType::I64, {2}),
                                    TensorView(table.data(), DType::F32, {4, 64}),
-                                   TensorView(out.data(), DType::F8_E4M3, {2, 1, 128}),
-                                   TensorView(out.data() + 16, DType::F32, {2, 1}), o);
+                                   MutableTensorView(out.data(), DType::F8_E4M3, {2, 1, 128}),
+                                   MutableTensorView(out.data() + 16, DType::F32, {2, 1}), o);
       },
       [&] { return testing::bytes_of(out); });
   EXPECT_EQ(msg,
@@ -459,8 +461,8 @@ TEST(HostileThreads, NumThreadsIsCappedAtTheHardware) {
     o.num_threads = 10000;
     topk_transform_512(TensorView(scores.data(), DType::F32, {8, 4096}),
                        TensorView(lens.data(), DType::I32, {8}), TensorView(), 1,
-                       TopkMode::canonical, TensorView(raw.data(), DType::I32, {8, 512}),
-                       TensorView(), o);
+                       TopkMode::canonical, MutableTensorView(raw.data(), DType::I32, {8, 512}),
+                       MutableTensorView(), o);
     EXPECT_LE(process_threads(), before + hw) << run.label();
   });
 }
@@ -483,7 +485,7 @@ TEST(HostileIndices, IndexerTopkRowBeyondInt32) {
                      TensorView(seq.data(), DType::I64, {1}),
                      TensorView(table.data(), DType::I64, {1, MB}),
                      TensorView(cache.data(), DType::U8, {1, P * 132}), P, TopkMode::canonical,
-                     TensorView(out.data(), DType::I32, {1, 512}), o);
+                     MutableTensorView(out.data(), DType::I32, {1, 512}), o);
       },
       [&] { return testing::bytes_of(out); });
   EXPECT_EQ(msg,
