@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/threads.hpp"
+#include "dsv4cpu/attention.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/indexer.hpp"
@@ -188,7 +189,7 @@ struct ZeroSizeCall {
 
 std::vector<ZeroSizeCall> zero_size_calls() {
   static const std::vector<int32_t> zeros4 = {0, 0, 0, 0}, table4 = {0, 0, 0, 0}, qsl0 = {0};
-  static const std::vector<uint8_t> page(132, 0);
+  static const std::vector<uint8_t> page(132, 0), mla_page(584, 0);
   static const std::vector<float> ape(4 * 128, 0.0f), weight(512, 1.0f);
   const MutableTensorView none_i64(nullptr, DType::I64, {0}), none_i32(nullptr, DType::I32, {0});
   return {
@@ -266,6 +267,27 @@ std::vector<ZeroSizeCall> zero_size_calls() {
                                  TensorView(nullptr, DType::I32, {kTwo40, 0}), 64, TensorView(),
                                  MutableTensorView(nullptr, DType::I64, {0, kTwo40 * 1024}),
                                  none_i32, o);
+       }},
+      // T = 2^40 tokens, H = 0 heads, no column: nothing to attend, whatever T.
+      {"sparse_mla_attention",
+       [=](const Options& o) {
+         sparse_mla_attention(TensorView(nullptr, DType::BF16, {kTwo40, 0, 512}),
+                              TensorView(mla_page.data(), DType::U8, {1, 584}), 1,
+                              TensorView(nullptr, DType::I32, {kTwo40, 0}),
+                              TensorView(mla_page.data(), DType::U8, {1, 584}), 1,
+                              TensorView(nullptr, DType::I32, {kTwo40, 0}), TensorView(),
+                              kAttentionScale, NopeDecode::exact,
+                              MutableTensorView(nullptr, DType::BF16, {kTwo40, 0, 512}),
+                              MutableTensorView(nullptr, DType::F32, {kTwo40, 0}), o);
+       }},
+      {"fused_qnorm_rope_kv_insert",
+       [=](const Options& o) {
+         fused_qnorm_rope_kv_insert(TensorView(nullptr, DType::BF16, {0, 0, 512}),
+                                    TensorView(nullptr, DType::BF16, {0, 512}), none_i64,
+                                    none_i64, TensorView(nullptr, DType::U8, {0, kTwo40 * 584}),
+                                    TensorView(nullptr, DType::F32, {0, 64}), kTwo40, 1e-6,
+                                    kTwo40, ScaleClamp::cpu, Fp8Subnormals::exact,
+                                    MutableTensorView(nullptr, DType::BF16, {0, kTwo40, 512}), o);
        }},
       {"token_positions",
        [=](const Options& o) {
