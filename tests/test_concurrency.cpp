@@ -1,7 +1,7 @@
-// Concurrent calls: every embedded fixture (fixtures/, every op, passing and failing cases) on every
-// available variant, from several threads at once with mixed num_threads, each call's outcome (the
-// bytes of every buffer it wrote, or the error it raised) equal to that of a single-threaded run.
-// The ThreadSanitizer build (preset tsan) runs this test.
+// Concurrent calls: every embedded fixture (fixtures/, every op, passing and failing cases) on
+// every available variant, from several threads at once with mixed num_threads, each call's
+// outcome (the bytes of every buffer it wrote, or the error it raised) equal to that of a
+// single-threaded run. The ThreadSanitizer build (preset tsan) runs this test.
 #include <gtest/gtest.h>
 
 #include <algorithm>

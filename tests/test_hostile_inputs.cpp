@@ -1,8 +1,8 @@
-// Hostile input through the public API (bad-input.md §1): extents whose products overflow, zero-size
-// calls with huge other extents over null data, outputs of one call aliasing each other, returned
-// vectors sized by argument values, thread counts beyond the hardware, top-k indices beyond int32.
-// Each error case checks the class, the message and that every output byte is untouched; every
-// variant of the op is called.
+// Hostile input through the public API (bad-input.md §1): extents whose products overflow,
+// zero-size calls with huge other extents over null data, outputs of one call aliasing each
+// other, returned vectors sized by argument values, thread counts beyond the hardware, top-k
+// indices beyond int32. Each error case checks the class, the message and that every output byte
+// is untouched; every variant of the op is called.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -259,7 +259,8 @@ std::vector<ZeroSizeCall> zero_size_calls() {
       {"c128a_topk_indices",
        [=](const Options& o) {
          c128a_topk_indices(none_i64, none_i32, TensorView(nullptr, DType::I32, {kTwo40, 0}),
-                            kTwo62, 64, MutableTensorView(nullptr, DType::I64, {0, kTwo62 / 128}), o);
+                            kTwo62, 64, MutableTensorView(nullptr, DType::I64, {0, kTwo62 / 128}),
+                            o);
        }},
       {"c4a_global_topk_indices",
        [=](const Options& o) {
@@ -284,7 +285,8 @@ std::vector<ZeroSizeCall> zero_size_calls() {
        [=](const Options& o) {
          fused_qnorm_rope_kv_insert(TensorView(nullptr, DType::BF16, {0, 0, 512}),
                                     TensorView(nullptr, DType::BF16, {0, 512}), none_i64,
-                                    none_i64, TensorView(nullptr, DType::U8, {0, kTwo40 * 584}),
+                                    none_i64,
+                                    MutableTensorView(nullptr, DType::U8, {0, kTwo40 * 584}),
                                     TensorView(nullptr, DType::F32, {0, 64}), kTwo40, 1e-6,
                                     kTwo40, ScaleClamp::cpu, Fp8Subnormals::exact,
                                     MutableTensorView(nullptr, DType::BF16, {0, kTwo40, 512}), o);
