@@ -54,6 +54,17 @@ void check_c4a_refs(const char* op, const TensorView& topk_v, const TensorView& 
   const BlockTableRefs refs(op, block_table, block_size);
   const IndexReader req(token_to_req);
   const int64_t R = block_table.size(0), MB = refs.columns(), K = topk_v.size(1);
+  const auto fail_at = [&](size_t t, int64_t k, int64_t r, int64_t l) {
+    refs.fail(r, refs.column(l), {"topk_indices", {static_cast<int64_t>(t), k}, l, ""});
+  };
+  if (MB == 0) {  // [R, 0]: the first local >= 0 fails, and R may be any size (no memory)
+    for (size_t t = 0; t < row_max.size(); ++t)
+      for (int64_t k = 0; row_max[t] >= 0 && k < K; ++k)
+        if (const int64_t l = topk_v.ptr<const I>()[static_cast<int64_t>(t) * topk_v.stride(0) + k];
+            l >= 0)
+          fail_at(t, k, req(static_cast<int64_t>(t)), l);
+    return;
+  }
   std::vector<std::vector<char>> marked(static_cast<size_t>(R));
   std::vector<int64_t> sound(static_cast<size_t>(R), 0);
   for (size_t t = 0; t < row_max.size(); ++t) {
@@ -69,9 +80,7 @@ void check_c4a_refs(const char* op, const TensorView& topk_v, const TensorView& 
       if (l < 0) continue;
       const int64_t c = refs.column(l);
       if (c < MB && mark[static_cast<size_t>(c)]) continue;
-      refs.check(r, c, [&] {
-        return BlockTableReferrer{"topk_indices", {static_cast<int64_t>(t), k}, l, ""};
-      });
+      if (!refs.ok(r, c)) fail_at(t, k, r, l);
       mark[static_cast<size_t>(c)] = 1;
     }
     while (n < MB && mark[static_cast<size_t>(n)]) ++n;

@@ -82,7 +82,9 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
       bad = t;
   }
   if (const RepeatedSlot rep =
-          first_repeated_slot(a.kv_slot_mapping, bad, a.nblk * P, emitting.data()))
+          first_repeated_slot(a.kv_slot_mapping, bad,
+                              SlotRange{a.nblk, P, "the compressed cache", "entries"}.size(),
+                              emitting.data()))
     fail_repeated_slot(op, "kv_slot_mapping", a.kv_slot_mapping, rep);
   if (bad < a.N) {
     const int64_t p = pos(bad), p0 = (p / r) * r;

@@ -10,6 +10,7 @@
 #include "api/registry.hpp"
 #include "args/indexer.hpp"
 #include "core/check.hpp"
+#include "core/checked.hpp"
 #include "core/check_finite.hpp"
 #include "core/check_index.hpp"
 
@@ -44,14 +45,15 @@ void validate(Fp8PagedMqaLogitsArgs& a, const Options& o) {
     a.H = a.q_fp8.size(1);
   }
   check_indexer_kv_cache(op, a.kv_cache, a.block_size);
-  check_array(op, "weights", a.weights, {DType::F32}, {a.B * n, a.H}, Layout::contiguous);
+  const int64_t rows = shape_product(op, "B x next_n", a.B, n);
+  check_array(op, "weights", a.weights, {DType::F32}, {rows, a.H}, Layout::contiguous);
   a.seq_lens_2d = a.seq_lens.present() && a.seq_lens.rank() == 2;
   if (a.seq_lens_2d)
     check_index_array(op, "seq_lens", a.seq_lens, {a.B, n});
   else
     check_index_array(op, "seq_lens", a.seq_lens, {a.B});
   check_index_array(op, "page_table", a.page_table, {a.B, kAny}, Layout::rows_contiguous);
-  check_array(op, "logits", a.logits, {DType::F32}, {a.B * n, a.max_seq_len}, Layout::contiguous);
+  check_array(op, "logits", a.logits, {DType::F32}, {rows, a.max_seq_len}, Layout::contiguous);
   // (c) overlap
   for (const auto& [name, in] : {std::pair{"q_fp8", &a.q_fp8},
                                  {"kv_cache", &a.kv_cache},

@@ -9,6 +9,7 @@
 #include "args/metadata.hpp"
 #include "core/check.hpp"
 #include "core/check_index.hpp"
+#include "core/checked.hpp"
 #include "metadata/common.hpp"
 
 namespace dsv4cpu {
@@ -31,9 +32,18 @@ void validate(IndexerMetadataArgs& a, const Options&) {
   check_num_tokens_padded(op, a.padded, a.T);
   check_seq_lens_cover_queries(op, a.query_start_loc, a.seq_lens, a.R);
   // I32 outputs: compressed_seq_lens, and the prefill chunk's cu_seq_lens (which bound ks, ke).
+  // The returned vectors whose size comes from values are bounded before any is built:
+  // decode_seq_lens [num_decodes, next_n] and the chunk's token_to_seq [sum of seq_len / 4].
   const IndexReader seq(a.seq_lens);
   const int64_t first_prefill =
       compute_split(IndexReader(a.query_start_loc), a.R, a.next_n).num_decodes;
+  const int64_t max_i32_entries = kMaxReturnedBytes / 4;
+  int64_t decode_entries = 0;
+  if (!checked_mul(first_prefill, a.next_n, &decode_entries) || decode_entries > max_i32_entries)
+    fail_value(op, "next_n", std::to_string(a.next_n),
+               "decode_seq_lens of " + std::to_string(first_prefill) +
+                   " decode requests x next_n entries exceeds the returned-vector limit",
+               "num_decodes x next_n <= " + std::to_string(max_i32_entries) + ", 256 MiB of I32");
   int64_t total = 0;
   for (int64_t r = 0; r < a.R; ++r) {
     const int64_t c = seq(r) / 4;
@@ -42,10 +52,12 @@ void validate(IndexerMetadataArgs& a, const Options&) {
                        "compressed length overflows int32", "seq_len / 4 <= 2147483647");
     if (r < first_prefill) continue;
     total += c;
-    if (total > INT32_MAX)
+    if (total > max_i32_entries)
       fail<IndexError>(op, "seq_lens", {r}, std::to_string(seq(r)),
-                       "prefill chunk's cumulative compressed length overflows int32",
-                       "sum of seq_len / 4 over prefill requests <= 2147483647");
+                       "prefill chunk's cumulative compressed length exceeds the returned-vector "
+                       "limit of token_to_seq",
+                       "sum of seq_len / 4 over prefill requests <= " +
+                           std::to_string(max_i32_entries) + ", 256 MiB of I32");
   }
   check_compressed_slot_refs(op, a.query_start_loc, a.seq_lens, a.block_table, 4, a.block_size,
                              TensorView(), a.R);

@@ -53,6 +53,7 @@ void validate(IndexerTopkArgs& a, const Options& o) {
   for (int64_t r = 0; r < a.R; ++r) max_entries = std::max(max_entries, seq_lens(r) / 4);
   a.short_context = max_entries <= kIndexerTopk;  // §7.2
   if (a.short_context) return;
+  check_i32_row_lengths(op, "seq_lens", a.seq_lens, 4, "topk_indices");
   const int64_t P = a.block_size, MB = a.block_table.size(1);
   check_pages_fit(
       op, "seq_lens", a.seq_lens,

@@ -56,6 +56,11 @@ inline void check_c128a_prefixes(const char* op, const TensorView& positions,
                                  int64_t block_size, int64_t readers) {
   const IndexReader pos(positions), req(token_to_req);
   const BlockTableRefs refs(op, block_table, block_size);
+  if (refs.columns() == 0) {  // [R, 0]: nothing to read, and R may be any size (no memory)
+    for (int64_t t = 0; t < readers; ++t)
+      if (completed_entries(pos(t), 128) > 0) refs.fail(req(t), 0, by_position(pos(t), t));
+    return;
+  }
   const size_t R = static_cast<size_t>(block_table.size(0));
   std::vector<int64_t> need(static_cast<size_t>(readers)), longest(R, 0), first_bad(R);
   for (int64_t t = 0; t < readers; ++t) {

@@ -61,7 +61,7 @@ void validate(SparseMlaAttentionArgs& a, const Options& o) {
   // (e) q finite (the H heads of every token); attn_sink finite or -inf.
   const uint16_t* q = a.q.ptr<const uint16_t>();
   const int64_t n = a.H * kMlaDim;
-  for (int64_t t = 0; t < a.T; ++t) {
+  for (int64_t t = 0; t < a.T && n > 0; ++t) {  // H = 0: no loop over T (bad-input.md §1.5)
     const uint16_t* row = q + t * a.q.stride(0);
     if (const int64_t i = first_non_finite_bf16(row, n); i < n)
       fail_non_finite(op, "q", {t, i / kMlaDim, i % kMlaDim}, bf16_to_f32(row[i]));

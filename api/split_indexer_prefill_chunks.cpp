@@ -8,6 +8,8 @@
 #include "api/registry.hpp"
 #include "args/metadata.hpp"
 #include "core/check.hpp"
+#include "core/checked.hpp"
+#include "metadata/common.hpp"
 
 namespace dsv4cpu {
 namespace detail {
@@ -42,6 +44,19 @@ void validate(SplitIndexerPrefillChunksArgs& a, const Options&) {
                        "total query length overflows int64", "sum of query_lens <= 2^63 - 1");
     total += m(i);
   }
+  // The chunks returned, counted before any is built.
+  const int64_t max_chunks = kMaxReturnedBytes / static_cast<int64_t>(sizeof(PrefillChunk));
+  int64_t chunks = 0;
+  for_each_prefill_group(n, m, a.count, a.workspace, a.max_logits_bytes / 4,
+                         [&](int64_t start, int64_t, int64_t M, int64_t step) {
+                           chunks += ceil_div(M, step);  // <= the query tokens so far
+                           if (chunks > max_chunks)
+                             fail<IndexError>(op, "query_lens", {start}, std::to_string(m(start)),
+                                              "more than " + std::to_string(max_chunks) +
+                                                  " prefill chunks in all up to this request's group",
+                                              "at most " + std::to_string(max_chunks) +
+                                                  " chunks, 256 MiB of PrefillChunk");
+                         });
 }
 
 }  // namespace detail

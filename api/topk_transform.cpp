@@ -45,6 +45,7 @@ void validate(TopkTransformArgs& a, const Options&) {
     for (const auto& [in_name, in] :
          {std::pair{"scores", &a.scores}, {"seq_lens", &a.seq_lens}, {"page_table", &a.page_table}})
       check_no_overlap(op, name, *out, in_name, *in);
+  check_outputs_disjoint(op, "raw_indices", a.raw_indices, "page_indices", a.page_indices);
   // (d) lengths, then (with page_indices) the covered page-table entries (§5.5), whose slots
   // (entry << log2 P) + P - 1 must fit int32.
   const int64_t P = a.page_size, MP = paged ? a.page_table.size(1) : 0;
@@ -52,6 +53,8 @@ void validate(TopkTransformArgs& a, const Options&) {
                     "ceil(seq_len / page_size) <= " + std::to_string(MP) + " = page_table columns"};
   check_lengths(op, "seq_lens", a.seq_lens, a.S, std::to_string(a.S) + " = scores columns",
                 paged ? &fit : nullptr);
+  if (a.S > (int64_t{1} << 31))  // a row of more than 8 GiB: its indices may not fit I32
+    check_i32_row_lengths(op, "seq_lens", a.seq_lens, 1, "raw_indices");
   if (!paged) return;
   const IndexReader seq_lens(a.seq_lens);
   std::vector<int64_t> covered(static_cast<size_t>(a.B));

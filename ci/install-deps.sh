@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   cmake g++ make ninja-build pkg-config git
+  clang-14 libclang-rt-14-dev libomp-14-dev
   libhwy-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy

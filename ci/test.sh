@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs the Debian packages, then builds and runs the whole suite with ctest,
-# once in Release (every Highway target) and once in Debug with -fsanitize=address,undefined.
-# Any failing test or sanitizer report fails the script.
+# once in Release (every Highway target) and once in Debug with -fsanitize=address,undefined; then
+# the concurrency test under ThreadSanitizer (clang) and each libFuzzer target for 30 s from the
+# embedded fixtures (ci/fuzz.sh). Any failing test, sanitizer report or fuzzer finding fails the
+# script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -15,4 +17,11 @@ for preset in release asan; do
   echo "== ${preset}: ctest"
   ctest --preset "${preset}" -j "${jobs}"
 done
-echo "== all tests passed (release and asan)"
+echo "== tsan: configure and build the concurrency test"
+cmake --preset tsan > /dev/null
+cmake --build --preset tsan -j "${jobs}"
+echo "== tsan: ctest"
+ctest --preset tsan
+echo "== fuzz: 30 s per target"
+ci/fuzz.sh --fresh 30
+echo "== all tests passed (release, asan, tsan, fuzz)"

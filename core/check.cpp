@@ -1,5 +1,9 @@
 #include "core/check.hpp"
 
+#include <cstdint>
+
+#include "core/checked.hpp"
+
 namespace dsv4cpu::detail {
 
 static std::string expectation(std::initializer_list<DType> dtypes,
@@ -43,7 +47,8 @@ void check_array(const char* op, const char* name, const TensorView& v,
       if (r > 0 && v.size(r - 1) > 1 && v.stride(r - 1) != 1) bad();
       int64_t packed = 1;
       for (int d = r - 1; d >= 1; --d) {
-        packed *= v.size(d);
+        // Saturated: a stride can never reach a row size beyond int64.
+        if (!checked_mul(packed, v.size(d), &packed)) packed = INT64_MAX;
         if (v.size(d - 1) > 1 && v.stride(d - 1) < packed) bad();
         packed = v.size(d - 1) > 1 ? v.stride(d - 1) : packed;
       }

@@ -268,4 +268,16 @@ Limit blocks_in_cache(int64_t num_pages) {
   return {num_pages, "block id beyond the cache", "block id < " + str(num_pages) + " = num_pages"};
 }
 
+void check_i32_row_lengths(const char* op, const char* name, const TensorView& lengths,
+                           int64_t divisor, const char* output) {
+  constexpr int64_t kMaxRow = int64_t{1} << 31;  // indices 0 .. 2^31 - 1
+  const IndexReader len(lengths);
+  for (int64_t i = 0; i < lengths.size(0); ++i)
+    if (len(i) / divisor > kMaxRow)
+      fail<IndexError>(op, name, {i}, str(len(i)),
+                       "selects indices beyond the int32 range of " + std::string(output),
+                       divisor == 1 ? std::string(name) + " <= 2^31"
+                                    : std::string(name) + " / " + str(divisor) + " <= 2^31");
+}
+
 }  // namespace dsv4cpu::detail

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/check.hpp"
+#include "core/checked.hpp"
 
 namespace dsv4cpu::detail {
 
@@ -66,7 +67,11 @@ struct SlotRange {
   int64_t pages, per_page;
   const char* cache;  // "the state cache"
   const char* unit;   // "rows"
-  int64_t size() const noexcept { return pages * per_page; }
+  // Saturated: a cache of more than 2^63 - 1 slots holds every int64 slot.
+  int64_t size() const noexcept {
+    int64_t n = 0;
+    return checked_mul(pages, per_page, &n) ? n : INT64_MAX;
+  }
 };
 // Every element of `v` (rank 1 or 2) is -1 or in the range: "negative slot other than -1",
 // "slot beyond <cache>" (expected "-1 or 0 <= slot < 4096 = 1024 pages x 4 rows").
@@ -113,6 +118,11 @@ void check_covered_blocks(const char* op, const char* name, const TensorView& ta
 // The block ids of a cache of `num_pages` pages, as check_covered_blocks' upper limit: "block id
 // beyond the cache" (expected "block id < 8 = num_pages").
 Limit blocks_in_cache(int64_t num_pages);
+
+// Row lengths (>= 0, rank 1) whose selected indices [0, L / divisor) an I32 output holds:
+// "selects indices beyond the int32 range of <output>" (expected "<name> / divisor <= 2^31").
+void check_i32_row_lengths(const char* op, const char* name, const TensorView& lengths,
+                           int64_t divisor, const char* output);
 
 // ceil(L / P) without overflow (L >= 0, P >= 1).
 inline int64_t pages_for(int64_t L, int64_t P) { return L / P + (L % P != 0 ? 1 : 0); }

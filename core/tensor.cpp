@@ -1,7 +1,9 @@
 #include "dsv4cpu/tensor.hpp"
 
 #include <algorithm>
+#include <limits>
 
+#include "core/checked.hpp"
 #include "dsv4cpu/errors.hpp"
 
 namespace dsv4cpu {
@@ -34,6 +36,20 @@ static void bad_view(const std::string& what) {
   throw ShapeError("TensorView", "view", {}, what, "view: " + what);
 }
 
+// The bytes the layout spans, (1 + sum of (max(extent, 1) - 1) x stride) x dtype size: the span of
+// the view with every empty extent taken as 1, so that an empty extent never hides an overflowing
+// span of the others. False when it overflows int64.
+static bool layout_span(int rank, const int64_t* shape, const int64_t* strides, DType dtype,
+                        int64_t* bytes) {
+  int64_t last = 0, term = 0;
+  for (int d = 0; d < rank; ++d)
+    if (shape[d] > 1 && (!detail::checked_mul(shape[d] - 1, strides[d], &term) ||
+                         !detail::checked_add(last, term, &last)))
+      return false;
+  return detail::checked_add(last, 1, &last) &&
+         detail::checked_mul(last, static_cast<int64_t>(dtype_size(dtype)), bytes);
+}
+
 void TensorView::init(const void* data, DType dtype, int rank, const int64_t* shape,
                       const int64_t* strides) {
   if (rank < 0 || rank > kMaxRank)
@@ -49,9 +65,24 @@ void TensorView::init(const void* data, DType dtype, int rank, const int64_t* sh
     strides_[static_cast<size_t>(d)] = strides ? strides[d] : acc;
     if (strides_[static_cast<size_t>(d)] < 0)
       bad_view("stride " + std::to_string(strides[d]) + " (expected >= 0)");
-    acc *= shape[d];
+    if (!detail::checked_mul(acc, shape[d], &acc)) acc = 0;  // overflow: reported below
   }
-  if (data_ == nullptr && numel() != 0) bad_view("null data with non-zero size");
+  int64_t count = 0, span = 0;
+  if (!detail::extent_product(shape, rank, &count))
+    bad_view("shape " + shape_string() +
+             ": element count overflows int64 (expected a product of the non-zero extents below "
+             "2^63)");
+  const bool span_fits =
+      layout_span(rank, shape, strides_.data(), dtype, &span) &&
+      (count == 0 || reinterpret_cast<uintptr_t>(data) <=
+                         std::numeric_limits<uintptr_t>::max() - static_cast<uintptr_t>(span));
+  if (!span_fits) {
+    std::string text = std::string(dtype_name(dtype)) + " shape " + shape_string() + ", strides [";
+    for (int d = 0; d < rank; ++d)
+      text += (d ? ", " : "") + std::to_string(strides_[static_cast<size_t>(d)]);
+    bad_view(text + "]: byte span overflows the address space (expected a layout that fits)");
+  }
+  if (data_ == nullptr && count != 0) bad_view("null data with non-zero size");
 }
 
 TensorView::TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape) {
@@ -72,9 +103,8 @@ TensorView::TensorView(const void* data, DType dtype, int rank, const int64_t* s
 
 int64_t TensorView::numel() const noexcept {
   if (!present_) return 0;
-  int64_t n = 1;
-  for (int d = 0; d < rank_; ++d) n *= shape_[static_cast<size_t>(d)];
-  return n;
+  int64_t n = 0;
+  return detail::extent_product(shape_.data(), rank_, &n) ? n : 0;  // fits: checked by init
 }
 
 bool TensorView::contiguous() const noexcept {
@@ -90,11 +120,10 @@ bool TensorView::contiguous() const noexcept {
 uintptr_t TensorView::byte_lo() const noexcept { return reinterpret_cast<uintptr_t>(data_); }
 
 uintptr_t TensorView::byte_hi() const noexcept {
-  if (numel() == 0) return byte_lo();
-  int64_t last = 0;
-  for (int d = 0; d < rank_; ++d)
-    last += (shape_[static_cast<size_t>(d)] - 1) * strides_[static_cast<size_t>(d)];
-  return byte_lo() + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(dtype_size(dtype_)));
+  int64_t span = 0;
+  if (numel() == 0 || !layout_span(rank_, shape_.data(), strides_.data(), dtype_, &span))
+    return byte_lo();
+  return byte_lo() + static_cast<uintptr_t>(span);  // fits: checked by init
 }
 
 bool TensorView::overlaps(const TensorView& o) const noexcept {

@@ -1,5 +1,6 @@
 // Integer helpers shared by the metadata validation and both variants (metadata.md).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "core/check.hpp"
@@ -29,6 +30,34 @@ int64_t request_of_token(const Qsl& qsl, int64_t R, int64_t t) {
       hi = mid;
   }
   return lo;
+}
+
+// §9.3 split_indexer_prefill_chunks, the grouping: calls f(start, end, M, step) for each group of
+// requests [start, end) in order, M their query tokens and `step` the query tokens per chunk
+// (the group's chunks are [qa, min(qa + step, M)) for qa = 0, step, 2·step, ... < M). `n(i)`,
+// `m(i)` read the compressed and query lengths (validated: n >= 0, m >= 1, sum of m fits int64);
+// E = max_logits_bytes / 4.
+template <class Lengths, class F>
+void for_each_prefill_group(const Lengths& n, const Lengths& m, int64_t count, int64_t workspace,
+                            int64_t E, F&& f) {
+  int64_t i = 0;
+  while (i < count) {
+    const int64_t start = i;
+    int64_t M = 0, N = 0;
+    // N + n[i] <= workspace and (M + m[i]) * (N + n[i]) <= E, written without overflow:
+    // N <= workspace throughout, and a * b <= E iff a <= E / b for b >= 1.
+    while (i < count && n(i) <= workspace - N && (N + n(i) == 0 || M + m(i) <= E / (N + n(i)))) {
+      M += m(i);
+      N += n(i);
+      i += 1;
+    }
+    if (i == start) {  // a request that fits nowhere goes alone
+      M = m(i);
+      N = n(i);
+      i += 1;
+    }
+    f(start, i, M, N > 0 ? std::max<int64_t>(1, E / N) : M);
+  }
 }
 
 // §4 on a validated query_start_loc of R requests.

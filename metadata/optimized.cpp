@@ -75,10 +75,16 @@ class C128aRows {
  public:
   C128aRows(const Int64Array& pos, const Int64Array& req, const TensorView& block_table,
             int64_t P, int64_t W, int64_t n, const RunContext& ctx)
-      : pos_(pos), req_(req), W_(W), offset_(static_cast<size_t>(block_table.size(0)) + 1, 0) {
-    const int64_t R = block_table.size(0);
+      : pos_(pos),
+        req_(req),
+        W_(W),
+        // An empty table [R, 0] holds no slot (every token has 0 entries), whatever R.
+        R_(block_table.size(1) > 0 ? block_table.size(0) : 0),
+        offset_(static_cast<size_t>(R_) + 1, 0) {
+    const int64_t R = R_;
     std::vector<int64_t> longest(static_cast<size_t>(R), 0);
     for (int64_t t = 0; t < n; ++t) {
+      if (entries(t) == 0) continue;
       int64_t& l = longest[static_cast<size_t>(req(t))];
       l = std::max(l, entries(t));
     }
@@ -97,14 +103,14 @@ class C128aRows {
   int64_t entries(int64_t t) const { return std::min(completed_entries(pos_(t), 128), W_); }
   void write(int64_t t, int64_t* row) const {
     const int64_t n = entries(t);
-    std::copy_n(slots_.data() + offset_[static_cast<size_t>(req_(t))], n, row);
+    if (n > 0) std::copy_n(slots_.data() + offset_[static_cast<size_t>(req_(t))], n, row);
     std::fill(row + n, row + W_, int64_t{-1});
   }
 
  private:
   const Int64Array& pos_;
   const Int64Array& req_;
-  int64_t W_;
+  int64_t W_, R_;
   std::vector<int64_t> offset_;
   std::vector<int64_t> slots_;
 };

@@ -210,29 +210,14 @@ void indexer_metadata(const IndexerMetadataArgs& a, const RunContext& ctx) {
 // §9.3 base rule, without vLLM's later drop of chunks with total_seq_lens = 0.
 void split_indexer_prefill_chunks(const SplitIndexerPrefillChunksArgs& a, const RunContext&) {
   const IndexReader n(a.compressed_lens), m(a.query_lens);
-  const int64_t E = a.max_logits_bytes / 4, count = a.count, off = a.request_offset;
+  const int64_t off = a.request_offset;
   std::vector<PrefillChunk>& chunks = *a.result;
-  int64_t i = 0;
-  while (i < count) {
-    const int64_t start = i;
-    int64_t M = 0, N = 0;
-    // N + n[i] <= workspace and (M + m[i]) * (N + n[i]) <= E, written without overflow:
-    // N <= workspace throughout, and a * b <= E iff a <= E / b for b >= 1.
-    while (i < count && n(i) <= a.workspace - N &&
-           (N + n(i) == 0 || M + m(i) <= E / (N + n(i)))) {
-      M += m(i);
-      N += n(i);
-      i += 1;
-    }
-    if (i == start) {  // a request that fits nowhere goes alone
-      M = m(i);
-      N = n(i);
-      i += 1;
-    }
-    const int64_t step = N > 0 ? std::max<int64_t>(1, E / N) : M;
-    for (int64_t qa = 0; qa < M; qa += std::min(step, M - qa))
-      chunks.push_back({start + off, i + off, qa, qa + std::min(step, M - qa)});
-  }
+  for_each_prefill_group(n, m, a.count, a.workspace, a.max_logits_bytes / 4,
+                         [&](int64_t start, int64_t end, int64_t M, int64_t step) {
+                           for (int64_t qa = 0; qa < M; qa += std::min(step, M - qa))
+                             chunks.push_back(
+                                 {start + off, end + off, qa, qa + std::min(step, M - qa)});
+                         });
 }
 
 // §10

@@ -8,13 +8,12 @@
 #include <cstdint>
 
 #include "core/registry.hpp"
+#include "core/threads.hpp"
 #include "dsv4cpu/numerics.hpp"
 
 namespace dsv4cpu::detail::opt {
 
-inline int thread_count(const RunContext& ctx) {
-  return ctx.num_threads > 0 ? ctx.num_threads : omp_get_max_threads();
-}
+inline int thread_count(const RunContext& ctx) { return thread_cap(ctx.num_threads); }
 
 // Calls f(i) for i in [0, n) on up to `threads` threads; f must not throw.
 template <class F>

@@ -192,6 +192,7 @@ void kv_entry(const FusedQnormRopeKvInsertArgs& a, int64_t t, int64_t position, 
 }  // namespace
 
 void sparse_mla_attention(const SparseMlaAttentionArgs& a, const RunContext&) {
+  if (a.out.empty()) return;  // bad-input.md §1.5: no work, whatever the other extents
   const MlaCache window(a.window_cache, a.window_block_size);
   const MlaCache compressed(a.compressed_cache, a.compressed_block_size);
   const uint16_t* q = a.q.ptr<const uint16_t>();

@@ -90,6 +90,7 @@ void fp8_paged_mqa_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext&) {
   const float* w = a.weights.ptr<const float>();
   float* logits = a.logits.ptr<float>();
   const int64_t S = a.max_seq_len;
+  if (a.logits.empty()) return;  // bad-input.md §1.5: no work, whatever the other extents
   for (int64_t b = 0; b < a.B; ++b) {
     for (int64_t j = 0; j < a.next_n; ++j) {
       const int64_t rho = b * a.next_n + j, L = mqa_row_length(a, seq_lens, b, j);

@@ -23,7 +23,8 @@ struct Options {
   std::string variant;
   // bad-input.md §1.6: steps (e) and (f) of the check order.
   bool check_finite = true;
-  // Threads for the parallel variants; 0 = OpenMP's default. Results never depend on it.
+  // Most threads the parallel variants start; 0 = OpenMP's default. Never more than the
+  // processors this process may run on. Results never depend on it.
   int num_threads = 0;
 };
 

@@ -22,8 +22,10 @@ inline constexpr int kMaxRank = 4;
 // A read-only view of `rank` dimensions with extents and strides counted in elements: what every
 // input argument takes. A default-constructed view is "absent" (an optional argument that was not
 // given). Construction checks that the rank is in [0, kMaxRank], extents and strides are
-// non-negative and a non-empty view has data; violations throw ShapeError naming the op
-// "TensorView". Outputs and in-place buffers take a MutableTensorView (below).
+// non-negative, the element count and the byte span fit int64 and the address space (an empty
+// extent counted as 1, so that it never hides an overflowing product of the others) and a
+// non-empty view has data; violations throw ShapeError naming the op "TensorView". Outputs and
+// in-place buffers take a MutableTensorView (below).
 class DSV4CPU_API TensorView {
  public:
   TensorView() = default;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/checked.hpp"
+
 namespace dsv4cpu::verify {
 
 namespace {
@@ -79,6 +81,12 @@ MutableTensorView make_view(const std::string& name, void* data, DType dtype,
   return MutableTensorView(data, dtype, static_cast<int>(shape.size()), shape.data());
 }
 
+Case::Case(const SafetensorsFile& file) : file_(file) {
+  int64_t bytes = 0;
+  for (const auto& entry : file.tensors) bytes += static_cast<int64_t>(entry.second.bytes.size());
+  output_limit_ = 8 * bytes + (int64_t{1} << 28);  // the file's tensors are in memory: no overflow
+}
+
 const Tensor* Case::tensor(const std::string& name) const {
   if (name.rfind("expected.", 0) == 0) return nullptr;
   const auto it = file_.tensors.find(name);
@@ -120,10 +128,15 @@ MutableTensorView Case::output(const std::string& name, DType dtype,
   const Tensor* want = expected(name);
   std::vector<int64_t> shape = want ? want->shape : fallback;
   for (int64_t& e : shape) e = std::max<int64_t>(e, 0);
+  int64_t n = 0, bytes = 0;
+  if (!detail::extent_product(shape.data(), static_cast<int>(shape.size()), &n) ||
+      !detail::checked_mul(n, static_cast<int64_t>(dtype_size(dtype)), &bytes) ||
+      bytes > output_limit_)
+    throw FixtureError("output '" + name + "' " + dtype_name(dtype) + " " + shape_text(shape) +
+                       " exceeds the verifier's limit of " + std::to_string(output_limit_) +
+                       " bytes (8 x the file's tensor bytes + 256 MiB)");
   Buffer& b = add_buffer(name, Kind::output, dtype, shape, std::move(cmp));
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  b.bytes = Bytes(static_cast<size_t>(n) * dtype_size(dtype));
+  b.bytes = Bytes(static_cast<size_t>(bytes));
   std::fill_n(b.bytes.data(), b.bytes.size(), kGarbageByte);
   b.before = b.bytes;
   return make_view(name, b.bytes.data(), b.dtype, b.shape);
@@ -252,6 +265,12 @@ Verdict Case::check_untouched() const {
                        ")"};
   }
   return {true, ""};
+}
+
+std::vector<std::pair<std::string, Bytes>> Case::written() const {
+  std::vector<std::pair<std::string, Bytes>> out;
+  for (const Buffer& b : buffers_) out.emplace_back(b.name, b.bytes);
+  return out;
 }
 
 std::vector<std::string> Case::unused_metadata() const {

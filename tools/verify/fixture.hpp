@@ -42,7 +42,7 @@ inline constexpr uint8_t kGarbageByte = 0xA5;  // pre-fill of returned arrays
 
 class Case {
  public:
-  explicit Case(const SafetensorsFile& file) : file_(file) {}
+  explicit Case(const SafetensorsFile& file);
   Case(const Case&) = delete;
   Case& operator=(const Case&) = delete;
 
@@ -57,12 +57,17 @@ class Case {
   // (exact unless `cmp` is given). Every byte is checked.
   MutableTensorView inout(const std::string& name, Comparator cmp = {});
   // Returned array of `dtype`, shaped like expected.<name> when present, else `fallback`,
-  // pre-filled with kGarbageByte.
+  // pre-filled with kGarbageByte. A FixtureError when its size overflows or exceeds
+  // output_limit() bytes: nothing is allocated.
   MutableTensorView output(const std::string& name, DType dtype,
                            const std::vector<int64_t>& fallback, Comparator cmp = {});
   // A result the op returns by value, compared like an output.
   void result(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
               const void* data, Comparator cmp = {});
+
+  // The most bytes one output may take: 8 x the tensor bytes of the file (an expected tensor of a
+  // narrower dtype than the output) + 256 MiB (outputs without an expected tensor).
+  int64_t output_limit() const noexcept { return output_limit_; }
 
   // ---- scalars (__metadata__, decimal text); reading a key marks it as used ----
   bool has(const std::string& name);
@@ -79,6 +84,9 @@ class Case {
   Verdict check(const Tolerance& tol) const;
   // expected_error: every buffer the op may write still holds its content from before the call.
   Verdict check_untouched() const;
+  // Every buffer the op may write (in-place buffers, outputs, results), name and bytes, in the
+  // order they were requested.
+  std::vector<std::pair<std::string, Bytes>> written() const;
   // Metadata keys that neither the runner nor the op read.
   std::vector<std::string> unused_metadata() const;
 
@@ -102,6 +110,7 @@ class Case {
   std::map<std::string, Bytes> inputs_;
   std::deque<Buffer> buffers_;  // stable addresses for the views handed to the op
   std::set<std::string> used_;
+  int64_t output_limit_ = 0;
 };
 
 // A view of `bytes` with `dtype` and `shape` (rank <= 4, else FixtureError naming `name`).

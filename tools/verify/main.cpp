@@ -33,31 +33,48 @@ namespace {
 
 struct Fixture {
   std::string path, name;
+  std::string error;  // why the path could not be read (one failed case), else empty
 };
+
+// The *.safetensors files under `dir`, recursively (symbolic links to folders are not followed);
+// an entry or folder that cannot be read becomes a Fixture with its error.
+void scan(const fs::path& root, const fs::path& dir, std::vector<Fixture>* found) {
+  const auto name = [&](const fs::path& p) { return p.lexically_relative(root).generic_string(); };
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    std::error_code entry_ec;
+    if (it->symlink_status(entry_ec).type() == fs::file_type::directory) {
+      scan(root, p, found);
+    } else if (p.extension() == ".safetensors") {
+      const bool regular = it->is_regular_file(entry_ec);  // follows links: loops fail here
+      if (entry_ec)
+        found->push_back({p.string(), name(p), "cannot read: " + entry_ec.message()});
+      else if (regular)
+        found->push_back({p.string(), name(p), ""});
+    }
+  }
+  if (ec) found->push_back({dir.string(), name(dir), "cannot read folder: " + ec.message()});
+}
 
 // Files as given; folders searched recursively for *.safetensors, sorted by relative path.
 bool collect(const std::string& arg, std::vector<Fixture>* out) {
   std::error_code ec;
   const fs::file_status st = fs::status(arg, ec);
   if (fs::is_regular_file(st)) {
-    out->push_back({arg, fs::path(arg).filename().string()});
+    out->push_back({arg, fs::path(arg).filename().string(), ""});
     return true;
   }
   if (!fs::is_directory(st)) {
-    std::cerr << "dsv4cpu-verify: no such file or folder: " << arg << "\n";
+    std::cerr << "dsv4cpu-verify: "
+              << (ec && ec != std::errc::no_such_file_or_directory
+                      ? "cannot read " + arg + ": " + ec.message()
+                      : "no such file or folder: " + arg)
+              << "\n";
     return false;
   }
   std::vector<Fixture> found;
-  for (fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec),
-       end;
-       !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file() && it->path().extension() == ".safetensors")
-      found.push_back({it->path().string(), it->path().lexically_relative(arg).generic_string()});
-  }
-  if (ec) {
-    std::cerr << "dsv4cpu-verify: cannot read folder " << arg << ": " << ec.message() << "\n";
-    return false;
-  }
+  scan(arg, arg, &found);
   std::sort(found.begin(), found.end(),
             [](const Fixture& a, const Fixture& b) { return a.name < b.name; });
   out->insert(out->end(), found.begin(), found.end());
@@ -80,6 +97,14 @@ void print_registry() {
                                         [&](const OpInfo& op) { return op.name == a.name; });
     if (!registered) std::cout << a.name << ": [fixture adapter, not in the registry]\n";
   }
+}
+
+// Text from a fixture (file names, op names, messages) with control characters shown as '?', so
+// that no file can forge result lines or send terminal escapes.
+std::string printable(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = '?';
+  return s;
 }
 
 bool write_file(const std::string& path, const std::string& text) {
@@ -108,9 +133,9 @@ static void print_op_table(const std::vector<CaseResult>& results, size_t width)
   for (const auto& [op, row] : rows) {
     std::string variants;
     for (const std::string& v : row.variants) variants += (variants.empty() ? "" : ", ") + v;
-    std::cout << std::left << std::setw(static_cast<int>(width)) << op << "  " << std::right
-              << std::setw(6) << row.passed << "  " << std::setw(6) << row.failed << "  "
-              << variants << "\n";
+    std::cout << std::left << std::setw(static_cast<int>(width)) << printable(op) << "  "
+              << std::right << std::setw(6) << row.passed << "  " << std::setw(6) << row.failed
+              << "  " << variants << "\n";
   }
   std::cout << "\n";
 }
@@ -156,14 +181,15 @@ int main(int argc, char** argv) {
   std::vector<CaseResult> results;
   size_t passed = 0;
   for (const Fixture& f : fixtures) {
-    const FileResult fr = run_fixture_file(f.path, f.name, mode);
+    const FileResult fr = f.error.empty() ? run_fixture_file(f.path, f.name, mode)
+                                          : FileResult{{{"?", f.name, "-", false, f.error, ""}}, {}};
     for (const std::string& w : fr.warnings)
-      std::cerr << "warning: " << f.name << ": " << w << "\n";
+      std::cerr << "warning: " << printable(f.name) << ": " << printable(w) << "\n";
     for (const CaseResult& r : fr.cases) {
       std::string op = r.op;
       op.resize(std::max(width, op.size()), ' ');
-      std::cout << op << "  " << r.name << "  " << r.variant << "  "
-                << (r.pass ? "PASS" : "FAIL") << "  " << r.detail << std::endl;
+      std::cout << printable(op) << "  " << printable(r.name) << "  " << r.variant << "  "
+                << (r.pass ? "PASS" : "FAIL") << "  " << printable(r.detail) << std::endl;
       passed += r.pass ? 1 : 0;
       results.push_back(r);
     }

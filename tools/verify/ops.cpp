@@ -95,7 +95,8 @@ void split_results(Case& c, const DecodePrefillSplit& s) {
 void run_save_partial_states(Case& c, const Options& o) {
   const TensorView kv = c.input("kv"), score = c.input("score"), ape = c.input("ape"),
                    positions = c.input("positions"), slots = c.input("slot_mapping");
-  const MutableTensorView state = state_cache_view(c, c.inout("state_cache"), 2 * extent(kv, 1));
+  const MutableTensorView state =
+      state_cache_view(c, c.inout("state_cache"), 2 * plausible(extent(kv, 1)));
   save_partial_states(kv, score, ape, positions, state, slots, o);
 }
 
@@ -139,7 +140,7 @@ void run_compress(Case& c, const Options& o) {
   const int64_t P = c.integer("kv_cache_block_size"), r = c.integer("compress_ratio");
   const std::string clamp = c.text("scale_clamp", kIndexer ? "gpu" : "cpu");
   const int64_t W = extent(gather, 1);
-  const int64_t row = (r == 4 || r == 128) && W % r == 0 ? 2 * (W / r) * head : 0;
+  const int64_t row = (r == 4 || r == 128) && (W == r || W == 2 * r) ? 2 * (W / r) * head : 0;
   const TensorView state = state_cache_view(c, c.input("state_cache"), row);
   const testing::EntryLayout layout =
       kIndexer ? testing::EntryLayout::indexer_k : testing::EntryLayout::fp8_ds_mla;

@@ -15,7 +15,11 @@ std::string xml_escape(const std::string& s) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      default: out += ch;
+      default:  // XML 1.0 allows no control character but tab, newline, carriage return
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+          out += "\xEF\xBF\xBD";  // U+FFFD
+        else
+          out += ch;
     }
   }
   return out;

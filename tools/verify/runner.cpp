@@ -1,5 +1,6 @@
 #include "tools/verify/runner.hpp"
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 
@@ -123,7 +124,11 @@ std::string variant_label(const std::string& name, const std::string& target) {
   return target.empty() ? name : name + ":" + target;
 }
 
-FileResult run_fixture_file(const std::string& path, const std::string& name, ImplMode mode) {
+namespace {
+
+// run_fixture_file on the file `load` reads.
+FileResult run_loaded(const std::function<SafetensorsFile()>& load, const std::string& name,
+                      ImplMode mode) {
   FileResult out;
   const auto fail = [&](const std::string& op, const std::string& why) {
     out.cases.push_back({op, name, "-", false, why, ""});
@@ -131,7 +136,7 @@ FileResult run_fixture_file(const std::string& path, const std::string& name, Im
   };
   SafetensorsFile file;
   try {
-    file = read_safetensors(path);
+    file = load();
   } catch (const SafetensorsError& e) {
     return fail("?", std::string("malformed safetensors: ") + e.what());
   }
@@ -174,6 +179,17 @@ FileResult run_fixture_file(const std::string& path, const std::string& name, Im
                                "; ignored");
   }
   return out;
+}
+
+}  // namespace
+
+FileResult run_fixture_file(const std::string& path, const std::string& name, ImplMode mode) {
+  return run_loaded([&] { return read_safetensors(path); }, name, mode);
+}
+
+FileResult run_fixture_image(const uint8_t* data, size_t size, const std::string& name,
+                             ImplMode mode) {
+  return run_loaded([&] { return parse_safetensors(data, size); }, name, mode);
 }
 
 }  // namespace dsv4cpu::verify

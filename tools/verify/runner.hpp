@@ -1,5 +1,7 @@
 // Runs the cases of one fixture file on the selected variants of its op.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ struct FileResult {
 };
 
 FileResult run_fixture_file(const std::string& path, const std::string& name, ImplMode mode);
+// The same for a file image in memory.
+FileResult run_fixture_image(const uint8_t* data, size_t size, const std::string& name,
+                             ImplMode mode);
 
 // The variant label used on result lines: the registry name, plus ":<target>" when the registry
 // reports one (e.g. "hwy:AVX3").

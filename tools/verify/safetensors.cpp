@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace dsv4cpu::verify {
@@ -54,6 +56,34 @@ uint64_t json_uint(const json& v, const std::string& what) {
   }
   if (v.is_number_integer()) bad(what + " is negative");
   bad(what + " is not an integer");
+}
+
+// A parser callback that rejects a key repeated within one object (the parser would keep the
+// last value and hide the first entry from every check) and nesting deeper than kMaxDepth (the
+// format nests three levels: header, entry, shape).
+json::parser_callback_t json_guard() {
+  constexpr int kMaxDepth = 8;
+  auto keys = std::make_shared<std::vector<std::set<std::string>>>();
+  return [keys](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxDepth)
+          bad("header nests deeper than " + std::to_string(kMaxDepth) + " levels");
+        if (event == json::parse_event_t::object_start) keys->emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        keys->pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!keys->back().insert(parsed.get<std::string>()).second)
+          bad("header repeats the key \"" + parsed.get<std::string>() + "\" in one object");
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
 }
 
 Tensor parse_entry(const std::string& name, const json& e, const uint8_t* payload,
@@ -109,9 +139,17 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size) {
   if (n > size - 8)
     bad("header length " + std::to_string(n) + " exceeds the file (" + std::to_string(size - 8) +
         " bytes after the length)");
+  // JSON text holds no control character but whitespace (strings escape them); the parser would
+  // stop at a NUL byte and ignore what follows.
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t c = data[8 + i];
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+      bad("header byte " + std::to_string(i) + " is control character " + std::to_string(c) +
+          " (expected JSON text)");
+  }
   json header;
   try {
-    header = json::parse(data + 8, data + 8 + n);
+    header = json::parse(data + 8, data + 8 + n, json_guard());
   } catch (const json::exception& e) {
     bad(std::string("header is not valid JSON: ") + e.what());
   }

@@ -3,6 +3,8 @@
 //   mixed/pass.safetensors  map_local_to_global_slots, compressor.md §4.1 example
 //   mixed/fail.safetensors  the same with one wrong expected slot
 //   empty/                  no fixture (only a text file)
+//   loop/pass.safetensors   as mixed/pass.safetensors, beside loop/self.safetensors, a symbolic
+//                           link to itself (a per-path failure, never an abort)
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -56,5 +58,10 @@ int main(int argc, char** argv) {
   std::ofstream(dir / "empty" / "README.txt") << "no fixtures here\n";
   write_safetensors((dir / "mixed" / "pass.safetensors").string(), map_example(39));
   write_safetensors((dir / "mixed" / "fail.safetensors").string(), map_example(40));
+  fs::create_directories(dir / "loop");
+  write_safetensors((dir / "loop" / "pass.safetensors").string(), map_example(39));
+  std::error_code ec;
+  fs::remove(dir / "loop" / "self.safetensors", ec);
+  fs::create_symlink("self.safetensors", dir / "loop" / "self.safetensors");
   return 0;
 }
