@@ -41,6 +41,7 @@ void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
                                       {"positions", &a.positions},
                                       {"cos_sin_cache", &a.cos_sin_cache}})
       check_no_overlap(op, name, *out, in_name, *in);
+  check_outputs_disjoint(op, "q_fp8", a.q_fp8, "weights_out", a.weights_out);
   // (d) positions index the table
   const int64_t R = a.cos_sin_cache.size(0);
   const Limit rows{R, "position beyond the cos/sin table",

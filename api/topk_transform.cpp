@@ -19,11 +19,10 @@ namespace detail {
 void validate(TopkTransformArgs& a, const Options&) {
   const char* op = a.K == 512 ? "topk_transform_512" : "topk_transform_1024";
   const bool paged = a.page_indices.present();
-  // (a) scalars
-  if (paged) {
-    check_power_of_two(op, "page_size", a.page_size);
-    while ((int64_t{1} << a.page_shift) < a.page_size) ++a.page_shift;
-  }
+  // (a) scalars. page_size is page_table's page size: used only with page_indices, but a value
+  // that is no page size is rejected either way (docs/decisions.md).
+  check_power_of_two(op, "page_size", a.page_size);
+  while ((int64_t{1} << a.page_shift) < a.page_size) ++a.page_shift;
   check_mode(op, a.mode);
   // (b) arrays
   check_array(op, "scores", a.scores, {DType::F32}, {kAny, kAny}, Layout::unit_inner);
@@ -45,6 +44,7 @@ void validate(TopkTransformArgs& a, const Options&) {
     for (const auto& [in_name, in] :
          {std::pair{"scores", &a.scores}, {"seq_lens", &a.seq_lens}, {"page_table", &a.page_table}})
       check_no_overlap(op, name, *out, in_name, *in);
+  check_outputs_disjoint(op, "raw_indices", a.raw_indices, "page_indices", a.page_indices);
   // (d) lengths, then (with page_indices) the covered page-table entries (§5.5), whose slots
   // (entry << log2 P) + P - 1 must fit int32.
   const int64_t P = a.page_size, MP = paged ? a.page_table.size(1) : 0;

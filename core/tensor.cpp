@@ -30,28 +30,34 @@ size_t dtype_size(DType d) noexcept {
 
 bool is_index_dtype(DType d) noexcept { return d == DType::I32 || d == DType::I64; }
 
-static void bad_view(const std::string& what) {
-  throw ShapeError("TensorView", "view", {}, what, "view: " + what);
+// ShapeError "dsv4cpu::TensorView: view: <what> (expected <expected>)".
+static void bad_view(const std::string& what, const std::string& expected) {
+  throw ShapeError("TensorView", "view", {}, what,
+                   "view: " + what + " (expected " + expected + ")");
 }
 
 void TensorView::init(const void* data, DType dtype, int rank, const int64_t* shape,
                       const int64_t* strides) {
   if (rank < 0 || rank > kMaxRank)
-    bad_view("rank " + std::to_string(rank) + " (expected 0 <= rank <= 4)");
+    bad_view("rank " + std::to_string(rank), "0 <= rank <= 4");
   data_ = data;
   dtype_ = dtype;
   rank_ = rank;
   present_ = true;
   int64_t acc = 1;
   for (int d = rank - 1; d >= 0; --d) {
-    if (shape[d] < 0) bad_view("extent " + std::to_string(shape[d]) + " (expected >= 0)");
+    if (shape[d] < 0)
+      bad_view("shape[" + std::to_string(d) + "] = " + std::to_string(shape[d]), "extents >= 0");
     shape_[static_cast<size_t>(d)] = shape[d];
     strides_[static_cast<size_t>(d)] = strides ? strides[d] : acc;
     if (strides_[static_cast<size_t>(d)] < 0)
-      bad_view("stride " + std::to_string(strides[d]) + " (expected >= 0)");
+      bad_view("strides[" + std::to_string(d) + "] = " + std::to_string(strides[d]),
+               "strides >= 0");
     acc *= shape[d];
   }
-  if (data_ == nullptr && numel() != 0) bad_view("null data with non-zero size");
+  if (data_ == nullptr && numel() != 0)
+    bad_view("null data for " + std::to_string(numel()) + " elements",
+             "a data pointer, or an extent of 0");
 }
 
 TensorView::TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape) {
@@ -62,7 +68,10 @@ TensorView::TensorView(const void* data, DType dtype, int rank, const int64_t* s
 }
 TensorView::TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape,
                        std::initializer_list<int64_t> strides) {
-  if (shape.size() != strides.size()) bad_view("shape and strides differ in rank");
+  if (shape.size() != strides.size())
+    bad_view(std::to_string(shape.size()) + " extents and " + std::to_string(strides.size()) +
+                 " strides",
+             "one stride per extent");
   init(data, dtype, static_cast<int>(shape.size()), shape.begin(), strides.begin());
 }
 TensorView::TensorView(const void* data, DType dtype, int rank, const int64_t* shape,
