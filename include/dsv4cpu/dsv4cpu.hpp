@@ -2,6 +2,7 @@
 // numerics helpers, the cache sizes, and the ops of every area.
 #pragma once
 
+#include "dsv4cpu/attention.hpp"
 #include "dsv4cpu/cache_sizes.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/errors.hpp"
