@@ -124,7 +124,7 @@ TEST(RegistryDrives, VerifierImplAll) {
       "spec_example", verify::ImplMode::all);
   std::vector<std::string> ran;
   for (const verify::CaseResult& c : r.cases) {
-    EXPECT_TRUE(c.pass) << c.variant << ": " << c.detail;
+    EXPECT_TRUE(c.passed()) << c.variant << ": " << c.detail;
     ran.push_back(c.variant);
   }
   for (const testing::Run& run : testing::runs(kOp).runs)
