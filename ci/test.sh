@@ -4,7 +4,7 @@
 # Any failing test or sanitizer report fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs=$(nproc)
+jobs="${JOBS:-$(nproc)}"  # parallel build and test jobs
 
 bash ci/install-deps.sh
 
