@@ -1,6 +1,7 @@
 // The public API beside the ops: view construction and const-correctness, the cache-size helpers
 // against the spec's tables, the version.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cstring>
 #include <string>
@@ -87,6 +88,37 @@ TEST(CacheSizes, MatchTheSpecTables) {
   EXPECT_EQ(compressed_block_size(128), 2);
   EXPECT_EQ(kIndexerTopk, 512);
   EXPECT_EQ(kSlidingWindow, 128);
+}
+
+// Options::num_threads is the num_threads clause of the optimized variants' parallel regions: no
+// call changes OpenMP's global settings, whatever thread count it asks for.
+TEST(Threads, NumThreadsChangesNoGlobalOpenMpSetting) {
+  const int max_threads = omp_get_max_threads(), dynamic = omp_get_dynamic(),
+            levels = omp_get_max_active_levels();
+  const int64_t N = 1 << 14, B = 8, S = 2048;
+  std::vector<int64_t> local(N), slots(N);
+  for (int64_t n = 0; n < N; ++n) local[static_cast<size_t>(n)] = n % 256;
+  const std::vector<int32_t> req(N, 0), table = {3, 1, 4, 1};
+  std::vector<float> scores(B * S);
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = static_cast<float>(i % 97);
+  const std::vector<int32_t> lens(B, static_cast<int32_t>(S));
+  std::vector<int32_t> raw(B * kIndexerTopk);
+  for (const int threads : {1, 3, max_threads + 1}) {
+    Options o;
+    o.impl = Impl::optimized;
+    o.num_threads = threads;
+    map_local_to_global_slots(TensorView(local.data(), DType::I64, {N, 1}),
+                              TensorView(req.data(), DType::I32, {N}),
+                              TensorView(table.data(), DType::I32, {1, 4}), 64,
+                              MutableTensorView(slots.data(), DType::I64, {N, 1}), o);
+    topk_transform_512(
+        TensorView(scores.data(), DType::F32, {B, S}), TensorView(lens.data(), DType::I32, {B}),
+        TensorView(), 1, TopkMode::canonical,
+        MutableTensorView(raw.data(), DType::I32, {B, kIndexerTopk}), MutableTensorView(), o);
+    EXPECT_EQ(omp_get_max_threads(), max_threads) << threads;
+    EXPECT_EQ(omp_get_dynamic(), dynamic) << threads;
+    EXPECT_EQ(omp_get_max_active_levels(), levels) << threads;
+  }
 }
 
 // The library reports the version it was compiled as, which is the headers' here.

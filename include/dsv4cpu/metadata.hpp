@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dsv4cpu/cache_sizes.hpp"
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/export.hpp"
 #include "dsv4cpu/options.hpp"
@@ -31,7 +32,7 @@ namespace dsv4cpu {
 
 // token_positions (§2): pos_t = seq_lens[r] − q_r + (t − qsl[r]) and the request of every token.
 // Shapes:    query_start_loc [R + 1], seq_lens [R]; positions I64 [T], token_to_req I32 [T].
-// Allocates: ref: nothing; opt: an I64 copy of an I32 query_start_loc or seq_lens.
+// Allocates: ref: nothing; opt: I64 copies of I32 inputs.
 DSV4CPU_API void token_positions(const TensorView& query_start_loc, const TensorView& seq_lens,
                                  const MutableTensorView& positions,
                                  const MutableTensorView& token_to_req,
