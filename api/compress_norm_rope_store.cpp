@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/compressor_checks.hpp"
 #include "api/registry.hpp"
 #include "args/compressor.hpp"
 #include "core/check.hpp"
@@ -30,8 +31,7 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
   check_compress_ratio(op, r);
   a.clamp = a.layout.raw_scale ? ScaleClamp::gpu : a.scale_clamp;
   // (b) shapes in signature order; W from gather_slots fixes SW = (W / r)·HD.
-  check_array(op, "state_cache", a.state_cache, {DType::F32}, {kAny, kAny, kAny},
-              Layout::rows_contiguous);
+  check_state_cache(op, a.state_cache, kAny);
   check_index_array(op, "gather_slots", a.gather_slots, {kAny, kAny});
   a.N = a.gather_slots.size(0);
   a.W = a.gather_slots.size(1);
@@ -40,8 +40,7 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
                "I32 or I64 [*, W], contiguous, W = r or 2r = " + std::to_string(r) + " or " +
                    std::to_string(2 * r));
   a.SW = (a.W / r) * HD;
-  check_array(op, "state_cache", a.state_cache, {DType::F32}, {kAny, kAny, 2 * a.SW},
-              Layout::rows_contiguous);
+  check_state_cache(op, a.state_cache, 2 * a.SW);
   a.nb = a.state_cache.size(0);
   a.sbs = a.state_cache.size(1);
   check_index_array(op, "positions", a.positions, {a.N});

@@ -22,12 +22,12 @@ inline void check_mode(const char* op, TopkMode mode) {
 // >= P·132 (indexer.md §3, compressor.md §7).
 inline void check_indexer_kv_cache(const char* op, const TensorView& kv, int64_t P) {
   check_array(op, "kv_cache", kv, {DType::U8}, {kAny, kAny}, Layout::rows_contiguous);
-  if (kv.size(1) / kIndexerEntryBytes < P)
+  if (kv.size(1) / kIndexerKEntryBytes < P)
     fail_shape(op, "kv_cache", kv,
                "U8 [num_pages, page_bytes] with page_bytes >= block_size x 132 = " +
-                   (P > std::numeric_limits<int64_t>::max() / kIndexerEntryBytes
+                   (P > std::numeric_limits<int64_t>::max() / kIndexerKEntryBytes
                         ? std::string("overflow")
-                        : std::to_string(P * kIndexerEntryBytes)) +
+                        : std::to_string(P * kIndexerKEntryBytes)) +
                    ", unit inner stride, page stride >= page_bytes");
 }
 

@@ -12,9 +12,6 @@
 
 namespace dsv4cpu::detail {
 
-// Every op in spec order (api/registry.cpp); the lists are built on first use.
-const std::vector<OpEntry>& registered_op_entries();
-
 // The list of the ops taking `Args` (ops sharing an argument pack share their list).
 template <class Args>
 const VariantList<Args>& variants() {

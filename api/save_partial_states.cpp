@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/compressor_checks.hpp"
 #include "api/registry.hpp"
 #include "args/compressor.hpp"
 #include "core/check.hpp"
@@ -30,8 +31,7 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   a.N = a.kv.size(0);
   check_array(op, "score", a.score, {DType::F32}, {a.N, a.SW}, Layout::unit_inner);
   check_index_array(op, "positions", a.positions, {a.N});
-  check_array(op, "state_cache", a.state_cache, {DType::F32}, {kAny, kAny, 2 * a.SW},
-              Layout::rows_contiguous);
+  check_state_cache(op, a.state_cache, 2 * a.SW);
   a.nb = a.state_cache.size(0);
   a.sbs = a.state_cache.size(1);
   check_index_array(op, "slot_mapping", a.slot_mapping, {a.N});
@@ -65,9 +65,13 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   for (int64_t t = 0; t < a.N; ++t) {
     if (slot(t) < 0) continue;
     const float* s = row(a.score, t);
-    const float* e = ape + (pos(t) % a.r) * a.SW;
+    const int64_t q = pos(t) % a.r;
+    const float* e = ape + q * a.SW;
     const int64_t i = first_non_finite_sum(s, e, a.SW);
-    if (i < a.SW) fail_computed(op, t, pos(t), "score + ape channel", i, s[i] + e[i]);
+    if (i < a.SW)
+      fail_computed(op, t, pos(t), "score + ape channel", i, s[i] + e[i],
+                    ", from score" + format_index({t, i}) + " = " + format_f32(s[i]) + " and ape" +
+                        format_index({q, i}) + " = " + format_f32(e[i]));
   }
 }
 

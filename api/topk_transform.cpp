@@ -19,11 +19,10 @@ namespace detail {
 void validate(TopkTransformArgs& a, const Options&) {
   const char* op = a.K == 512 ? "topk_transform_512" : "topk_transform_1024";
   const bool paged = a.page_indices.present();
-  // (a) scalars
-  if (paged) {
-    check_power_of_two(op, "page_size", a.page_size);
-    while ((int64_t{1} << a.page_shift) < a.page_size) ++a.page_shift;
-  }
+  // (a) scalars. page_size is page_table's page size: used only with page_indices, but a value
+  // that is no page size is rejected either way (docs/decisions.md).
+  check_power_of_two(op, "page_size", a.page_size);
+  while ((int64_t{1} << a.page_shift) < a.page_size) ++a.page_shift;
   check_mode(op, a.mode);
   // (b) arrays
   check_array(op, "scores", a.scores, {DType::F32}, {kAny, kAny}, Layout::unit_inner);

@@ -47,10 +47,13 @@ struct EntryLayout {
   int data_bytes;   // per-entry bytes of the page's data region: 576 or 128
   int scale_bytes;  // per-entry bytes of the scale region: 7 UE8M0 + pad byte, or a raw fp32
   bool raw_scale;   // the scale is a raw little-endian fp32 (indexer), not UE8M0 bytes (main)
-  int entry_bytes() const { return data_bytes + scale_bytes; }  // 584 or 132
+  constexpr int entry_bytes() const { return data_bytes + scale_bytes; }  // 584 or 132
 };
 inline constexpr EntryLayout kMainEntry{512, 448, 448, 64, 576, 8, false};
 inline constexpr EntryLayout kIndexerEntry{128, 64, 128, 128, 128, 4, true};
+static_assert(kMainEntry.hd == kMainHeadDim && kMainEntry.entry_bytes() == kFp8DsMlaEntryBytes);
+static_assert(kIndexerEntry.hd == kIndexerHeadDim &&
+              kIndexerEntry.entry_bytes() == kIndexerKEntryBytes);
 
 // compress_norm_rope_store (head 512) and compress_norm_rope_store_indexer (head 128).
 struct CompressNormRopeStoreArgs {

@@ -14,8 +14,8 @@
 
 namespace dsv4cpu::detail {
 
-inline constexpr int64_t kIndexerHeadDim = 128;                     // indexer.md §1, D
-inline constexpr int64_t kIndexerEntryBytes = kIndexerHeadDim + 4;  // codes + raw fp32 scale
+// indexer.md §1: D = kIndexerHeadDim, K = kIndexerTopk; the K-cache entry is
+// kIndexerKEntryBytes (dsv4cpu/cache_sizes.hpp).
 
 struct FusedIndexerQRopeQuantArgs {
   TensorView q, weights, positions, cos_sin_cache;
@@ -34,7 +34,10 @@ inline void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* 
   const int64_t n = a.T * a.H, i = first_non_finite(weights_out, n);
   if (i < n)
     fail_computed("fused_indexer_q_rope_quant", i / a.H, IndexReader(a.positions)(i / a.H),
-                  "weights_out head", i % a.H, weights_out[i]);
+                  "weights_out head", i % a.H, weights_out[i],
+                  ", from weights" + format_index({i / a.H, i % a.H}) + " = " +
+                      format_f32(a.weights.ptr<const float>()[i]) +
+                      " x the query scale x softmax_scale x head_scale");
 }
 
 struct Fp8PagedMqaLogitsArgs {
@@ -86,7 +89,7 @@ struct TopkTransformArgs {
   int64_t K;  // selection width: 512, or 1024 (canonical only)
   // Derived by validation.
   int64_t B = 0, S = 0;
-  int page_shift = 0;  // log2(page_size) when page_indices is present
+  int page_shift = 0;  // log2(page_size)
 };
 
 struct ShortContextTopkArgs {
@@ -104,8 +107,6 @@ struct IndexerTopkArgs {
   int64_t T = 0, H = 0, R = 0;
   bool short_context = true;
 };
-
-inline constexpr int64_t kIndexerTopk = 512;  // indexer.md §1, K
 
 // ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
 // validated arguments ----

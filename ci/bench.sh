@@ -3,15 +3,21 @@
 # (repetitions, medians), one progress line per benchmark, into out/bench/<date>-<commit>.json,
 # stamped with the CPU model, the ISA features found, the thread count, the compiler and the commit;
 # then renders out/bench/dashboard.html from every result file there (oldest first).
-# Usage: ci/bench.sh [REPETITIONS] [extra dsv4cpu-bench flags, e.g. --benchmark_filter=topk]
+# Usage: ci/bench.sh [REPETITIONS] [Google Benchmark flags, e.g. --benchmark_filter=topk]
+# The repetition count (default 5; also the REPETITIONS variable) may be left out; JOBS sets the
+# build's parallel jobs (default: the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-reps="${1:-5}"
-shift || true
+reps="${REPETITIONS:-5}"
+if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then
+  reps="$1"
+  shift
+fi
+jobs="${JOBS:-$(nproc)}"
 
 bash ci/install-deps.sh > /dev/null
 cmake --preset bench > /dev/null
-cmake --build --preset bench -j "$(nproc)" --target dsv4cpu-bench > /dev/null
+cmake --build --preset bench -j "${jobs}" --target dsv4cpu-bench > /dev/null
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 isa=""
@@ -32,5 +38,10 @@ build/bench/bench/dsv4cpu-bench \
   --benchmark_out="${out}" --benchmark_out_format=json \
   --benchmark_context="cpu_model=${model//,/ },isa=${isa},threads=${threads},compiler=${compiler},commit=${commit}${dirty}" \
   "$@"
+if [[ ! -s "${out}" ]]; then  # e.g. a filter that matches no benchmark
+  rm -f "${out}"
+  echo "no benchmark ran; nothing written" >&2
+  exit 1
+fi
 python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) -o out/bench/dashboard.html
 echo "results: ${out}"

@@ -6,7 +6,7 @@
 # script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs=$(nproc)
+jobs="${JOBS:-$(nproc)}"  # parallel build and test jobs
 
 bash ci/install-deps.sh
 

@@ -1,5 +1,6 @@
 # ctest driver: the shared library exports its public API (DSV4CPU_API, include/dsv4cpu) and none
-# of its internals. Inputs: NM, LIB.
+# of its internals; every function a public header declares out of line is DSV4CPU_API and
+# exported. Inputs: NM, LIB, HEADERS (the include/dsv4cpu folder).
 execute_process(COMMAND ${NM} -DC --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${NM} failed on ${LIB}")
@@ -21,4 +22,31 @@ foreach(api "dsv4cpu::registered_ops()" "dsv4cpu::map_local_to_global_slots("
     message(FATAL_ERROR "public symbol not exported: ${api}")
   endif()
 endforeach()
-message(STATUS "exports: public API only")
+# Namespace-scope declarations start in column 0: an out-of-line function there needs DSV4CPU_API,
+# and the library must export it.
+file(GLOB headers "${HEADERS}/*.hpp")
+set(unmarked "")
+set(missing "")
+foreach(header ${headers})
+  file(STRINGS "${header}" lines)
+  foreach(line IN LISTS lines)
+    if(NOT line MATCHES "^[A-Za-z_][A-Za-z_0-9:<>]*[ *&]+[A-Za-z_0-9]+\\(")
+      continue()
+    endif()
+    if(line MATCHES "^DSV4CPU_API [^(]*[ *&]([A-Za-z_0-9]+)\\(")
+      string(FIND "${out}" "dsv4cpu::${CMAKE_MATCH_1}(" at)
+      if(at EQUAL -1)
+        string(APPEND missing "\n  ${CMAKE_MATCH_1}")
+      endif()
+    elseif(NOT line MATCHES "^(inline|constexpr|template|static|using|typedef) ")
+      string(APPEND unmarked "\n  ${line}")
+    endif()
+  endforeach()
+endforeach()
+if(NOT unmarked STREQUAL "")
+  message(FATAL_ERROR "public declarations without DSV4CPU_API:${unmarked}")
+endif()
+if(NOT missing STREQUAL "")
+  message(FATAL_ERROR "DSV4CPU_API functions not exported:${missing}")
+endif()
+message(STATUS "exports: public API only, every public function")

@@ -25,8 +25,11 @@ static std::string expectation(std::initializer_list<DType> dtypes,
 
 void check_array(const char* op, const char* name, const TensorView& v,
                  std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape,
-                 Layout layout) {
-  auto bad = [&] { fail_shape(op, name, v, expectation(dtypes, shape, layout)); };
+                 Layout layout, const char* form) {
+  auto bad = [&] {
+    fail_shape(op, name, v,
+               expectation(dtypes, shape, layout) + (form ? std::string("; ") + form : ""));
+  };
   if (!v.present()) bad();
   bool dtype_ok = false;
   for (DType d : dtypes) dtype_ok |= (d == v.dtype());

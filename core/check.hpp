@@ -22,10 +22,11 @@ enum class Layout : uint8_t {
 };
 
 // Checks presence, dtype, rank, extents and layout in that order; `dtypes` lists the accepted
-// dtypes. `what` describes the expectation for the message, e.g. "I32 or I64 [8]".
+// dtypes. The message's expectation is built from them, e.g. "I32 or I64 [8], contiguous", then
+// `form` when given (how such an array is laid out or passed).
 void check_array(const char* op, const char* name, const TensorView& v,
                  std::initializer_list<DType> dtypes, std::initializer_list<int64_t> shape,
-                 Layout layout);
+                 Layout layout, const char* form = nullptr);
 // Index arrays (I32 or I64).
 inline void check_index_array(const char* op, const char* name, const TensorView& v,
                               std::initializer_list<int64_t> shape,

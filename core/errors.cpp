@@ -27,6 +27,16 @@ std::string format_float(double v) {
   return buf;
 }
 
+std::string format_f32(float v) {
+  if (!std::isfinite(v)) return format_float(v);
+  char buf[32];
+  for (int prec = 6; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, static_cast<double>(v));
+    if (std::strtof(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 std::string format_index(const std::vector<int64_t>& idx) {
   if (idx.empty()) return "";
   std::string s = "[";
@@ -55,7 +65,7 @@ void fail_shape(const char* op, const char* name, const TensorView& v,
 }
 
 void fail_computed(const char* op, int64_t t, int64_t position, const char* quantity,
-                   int64_t channel, float value) {
+                   int64_t channel, float value, const std::string& operands) {
   const std::string token = "token " + std::to_string(t);
   const std::string what =
       std::string(quantity) + (channel >= 0 ? " " + std::to_string(channel) : std::string());
@@ -64,7 +74,15 @@ void fail_computed(const char* op, int64_t t, int64_t position, const char* quan
   throw NonFiniteError(
       op, token, channel >= 0 ? std::vector<int64_t>{t, channel} : std::vector<int64_t>{t}, text,
       token + " (position " + std::to_string(position) + "): " + what + " = " + text + ": " +
-          problem + " (expected finite; nothing was written)");
+          problem + operands + " (expected finite; nothing was written)");
+}
+
+void fail_computed_input(const char* op, const char* argument, std::vector<int64_t> index,
+                         float value, int64_t t, int64_t position, const std::string& how) {
+  fail<NonFiniteError>(op, argument, std::move(index), format_float(value),
+                       "not finite, read by token " + std::to_string(t) + " (position " +
+                           std::to_string(position) + ")" + how,
+                       "a finite value; nothing was written");
 }
 
 }  // namespace detail

@@ -58,9 +58,14 @@ inline bool available(const Dispatch& d) { return d.isa == Isa::none || isa_avai
 // What VariantInfo publishes for a variant: availability, the ISA and the target running now.
 VariantInfo describe(const char* name, Role role, const Dispatch& d);
 
+// ValueError for Options::variant naming no variant of `op`: "not offered for this op" when
+// another op offers it, "unknown variant" when none does; `offered` lists the op's variants.
 [[noreturn]] void throw_unknown_variant(const char* op, const std::string& variant,
-                                        const std::string& known);
-[[noreturn]] void throw_unavailable_variant(const char* op, const std::string& variant);
+                                        const std::string& offered);
+// ValueError for Options::variant naming a variant of `op` this CPU or OS cannot run; `available`
+// lists those it can.
+[[noreturn]] void throw_unavailable_variant(const char* op, const std::string& variant,
+                                            const std::string& available);
 
 // The variant Options select (Options::variant by name, else by Impl); ValueError for an unknown
 // variant or an unavailable one named explicitly. selected_variant() runs this very code.
@@ -68,22 +73,27 @@ template <class Args>
 const Variant<Args>& select_variant(const char* op, const VariantList<Args>& list,
                                     const Options& o) {
   if (!o.variant.empty()) {
-    std::string known;
+    std::string offered, runnable;
+    const Variant<Args>* named = nullptr;
     for (const Variant<Args>& v : list) {
-      if (o.variant == v.name) {
-        if (!available(v.dispatch)) throw_unavailable_variant(op, o.variant);
-        return v;
-      }
-      known += known.empty() ? "" : ", ";
-      known += v.name;
+      if (o.variant == v.name) named = &v;
+      offered += (offered.empty() ? "" : ", ") + std::string(v.name);
+      if (available(v.dispatch)) runnable += (runnable.empty() ? "" : ", ") + std::string(v.name);
     }
-    throw_unknown_variant(op, o.variant, known);
+    if (named == nullptr) throw_unknown_variant(op, o.variant, offered);
+    if (!available(named->dispatch)) throw_unavailable_variant(op, o.variant, runnable);
+    return *named;
   }
   if (o.impl == Impl::reference) return list.back();
   for (const Variant<Args>& v : list)
     if (available(v.dispatch)) return v;  // optimized and best coincide: the reference is last
   return list.back();
 }
+
+struct OpEntry;
+// Every op in spec order with its list (defined with the lists, in api/registry.cpp); the lists
+// are built on first use.
+const std::vector<OpEntry>& registered_op_entries();
 
 // One registered op: its name and its list, type-erased so that the listing, selected_variant
 // and the test hook handle every argument pack alike.

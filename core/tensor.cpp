@@ -32,8 +32,10 @@ size_t dtype_size(DType d) noexcept {
 
 bool is_index_dtype(DType d) noexcept { return d == DType::I32 || d == DType::I64; }
 
-static void bad_view(const std::string& what) {
-  throw ShapeError("TensorView", "view", {}, what, "view: " + what);
+// ShapeError "dsv4cpu::TensorView: view: <what> (expected <expected>)".
+static void bad_view(const std::string& what, const std::string& expected) {
+  throw ShapeError("TensorView", "view", {}, what,
+                   "view: " + what + " (expected " + expected + ")");
 }
 
 // The bytes the layout spans, (1 + sum of (max(extent, 1) - 1) x stride) x dtype size: the span of
@@ -53,25 +55,26 @@ static bool layout_span(int rank, const int64_t* shape, const int64_t* strides, 
 void TensorView::init(const void* data, DType dtype, int rank, const int64_t* shape,
                       const int64_t* strides) {
   if (rank < 0 || rank > kMaxRank)
-    bad_view("rank " + std::to_string(rank) + " (expected 0 <= rank <= 4)");
+    bad_view("rank " + std::to_string(rank), "0 <= rank <= 4");
   data_ = data;
   dtype_ = dtype;
   rank_ = rank;
   present_ = true;
   int64_t acc = 1;
   for (int d = rank - 1; d >= 0; --d) {
-    if (shape[d] < 0) bad_view("extent " + std::to_string(shape[d]) + " (expected >= 0)");
+    if (shape[d] < 0)
+      bad_view("shape[" + std::to_string(d) + "] = " + std::to_string(shape[d]), "extents >= 0");
     shape_[static_cast<size_t>(d)] = shape[d];
     strides_[static_cast<size_t>(d)] = strides ? strides[d] : acc;
     if (strides_[static_cast<size_t>(d)] < 0)
-      bad_view("stride " + std::to_string(strides[d]) + " (expected >= 0)");
+      bad_view("strides[" + std::to_string(d) + "] = " + std::to_string(strides[d]),
+               "strides >= 0");
     if (!detail::checked_mul(acc, shape[d], &acc)) acc = 0;  // overflow: reported below
   }
   int64_t count = 0, span = 0;
   if (!detail::extent_product(shape, rank, &count))
-    bad_view("shape " + shape_string() +
-             ": element count overflows int64 (expected a product of the non-zero extents below "
-             "2^63)");
+    bad_view("shape " + shape_string() + ": element count overflows int64",
+             "a product of the non-zero extents below 2^63");
   const bool span_fits =
       layout_span(rank, shape, strides_.data(), dtype, &span) &&
       (count == 0 || reinterpret_cast<uintptr_t>(data) <=
@@ -80,9 +83,11 @@ void TensorView::init(const void* data, DType dtype, int rank, const int64_t* sh
     std::string text = std::string(dtype_name(dtype)) + " shape " + shape_string() + ", strides [";
     for (int d = 0; d < rank; ++d)
       text += (d ? ", " : "") + std::to_string(strides_[static_cast<size_t>(d)]);
-    bad_view(text + "]: byte span overflows the address space (expected a layout that fits)");
+    bad_view(text + "]: byte span overflows the address space", "a layout that fits");
   }
-  if (data_ == nullptr && count != 0) bad_view("null data with non-zero size");
+  if (data_ == nullptr && count != 0)
+    bad_view("null data for " + std::to_string(count) + " elements",
+             "a data pointer, or an extent of 0");
 }
 
 TensorView::TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape) {
@@ -93,7 +98,10 @@ TensorView::TensorView(const void* data, DType dtype, int rank, const int64_t* s
 }
 TensorView::TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape,
                        std::initializer_list<int64_t> strides) {
-  if (shape.size() != strides.size()) bad_view("shape and strides differ in rank");
+  if (shape.size() != strides.size())
+    bad_view(std::to_string(shape.size()) + " extents and " + std::to_string(strides.size()) +
+                 " strides",
+             "one stride per extent");
   init(data, dtype, static_cast<int>(shape.size()), shape.begin(), strides.begin());
 }
 TensorView::TensorView(const void* data, DType dtype, int rank, const int64_t* shape,

@@ -26,6 +26,35 @@ void store_u32(uint8_t* dst, uint32_t v) {
   for (int i = 0; i < 4; ++i) dst[i] = static_cast<uint8_t>((v >> (8 * i)) & 0xFFu);
 }
 
+// §6.2 step 6 for a non-finite pooled channel d of token t: the state value that made it
+// non-finite, named as the state_cache element, window column and slot it came from: the first
+// (window columns ascending, kv before score) non-finite kv value or NaN / +inf score, else the
+// first -inf score (harmful only when the channel's every score is -inf). With every pooled value
+// finite, the pooling itself overflowed.
+[[noreturn]] void fail_pooled(const CompressNormRopeStoreArgs& a, int64_t t, int64_t p, int d,
+                              float pooled) {
+  const IndexReader gather(a.gather_slots);
+  const float* state = a.state_cache.ptr<const float>();
+  const int64_t HD = a.layout.hd;
+  for (const bool minus_inf_scores : {false, true})
+    for (int64_t w = 0; w < a.W; ++w) {
+      const int64_t g = gather(t, w);
+      if (g < 0) continue;
+      const int64_t off = w >= a.compress_ratio ? HD : 0;
+      for (const int64_t e : {off + d, a.SW + off + d}) {
+        const float v = state[(g / a.sbs) * a.state_cache.stride(0) + (g % a.sbs) * 2 * a.SW + e];
+        const bool kv = e < a.SW;
+        if (std::isfinite(v) || (!kv && v == -INFINITY) != minus_inf_scores) continue;
+        fail_computed_input(a.op, "state_cache", {g / a.sbs, g % a.sbs, e}, v, t, p,
+                            " as window column " + std::to_string(w) + " (gather_slots[" +
+                                std::to_string(t) + ", " + std::to_string(w) +
+                                "] = " + std::to_string(g) + "), its " + (kv ? "kv" : "score") +
+                                " for channel " + std::to_string(d));
+      }
+    }
+  fail_computed(a.op, t, p, "pooled channel", d, pooled);
+}
+
 // compressor.md §6.2 (head 512) and §7 (head 128) for the emitting token t. `data` receives the
 // entry's data-region bytes, `scale` its scale-region bytes. With `check`, the first non-finite
 // intermediate throws NonFiniteError, looked at in pipeline order: pooled c (channels
@@ -68,7 +97,8 @@ void compute_entry(const CompressNormRopeStoreArgs& a, int64_t t, bool check, ui
     }
     c[d] = acc / den;
   }
-  for (int d = 0; d < HD; ++d) verify("pooled channel", d, c[d]);
+  for (int d = 0; d < HD; ++d)
+    if (check && !std::isfinite(c[d])) fail_pooled(a, t, p, d, c[d]);
 
   // Step 2: RMSNorm, numerics.md §8.2 and §8.3.
   const float ss = sum_squares16(c, HD);

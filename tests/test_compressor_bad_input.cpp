@@ -284,11 +284,44 @@ TEST(CompressBadInput, ComputedValues) {
   for (int hd : {512, 128}) {
     const std::string prefix = std::string("dsv4cpu::") + op_of(hd) + ": token 0 (position 3): ";
     const std::string tail = " (expected finite; nothing was written)";
-    {  // a NaN in a state row (trusted cache contents) ends here
+    // A non-finite state value (trusted cache contents) ends here, named as the state_cache
+    // element [page, row, element] it is, with the window column and slot that read it. The
+    // window is columns 4..7 = slots 28..31 = page 7, rows 0..3; columns >= r read at HD.
+    const std::string read = " read by token 0 (position 3) as window column ";
+    const std::string input_tail = " (expected a finite value; nothing was written)";
+    const int64_t SW = 2 * hd;
+    {  // a NaN kv value
       CompressCase c = test::worked_example(hd, 0);
       c.row(29)[c.kv_off(5) + 2] = kNaN;
       EXPECT_EQ(expect_error(c, "NonFiniteError"),
-                prefix + "pooled channel 2 = nan: not finite" + tail);
+                std::string("dsv4cpu::") + op_of(hd) + ": state_cache[7, 1, " +
+                    std::to_string(hd + 2) + "] = nan: not finite," + read +
+                    "5 (gather_slots[0, 5] = 29), its kv for channel 2" + input_tail);
+    }
+    {  // an inf score is reported as inf, not as the NaN it pools to
+      CompressCase c = test::worked_example(hd, 0);
+      c.row(30)[c.score_off(6) + 2] = kInf;
+      EXPECT_EQ(expect_error(c, "NonFiniteError"),
+                std::string("dsv4cpu::") + op_of(hd) + ": state_cache[7, 2, " +
+                    std::to_string(SW + hd + 2) + "] = inf: not finite," + read +
+                    "6 (gather_slots[0, 6] = 30), its score for channel 2" + input_tail);
+    }
+    {  // a -inf score is harmless while another score is finite: the inf kv is the cause
+      CompressCase c = test::worked_example(hd, 0);
+      c.row(28)[c.score_off(4) + 2] = -kInf;
+      c.row(31)[c.kv_off(7) + 2] = kInf;
+      EXPECT_EQ(expect_error(c, "NonFiniteError"),
+                std::string("dsv4cpu::") + op_of(hd) + ": state_cache[7, 3, " +
+                    std::to_string(hd + 2) + "] = inf: not finite," + read +
+                    "7 (gather_slots[0, 7] = 31), its kv for channel 2" + input_tail);
+    }
+    {  // every score of the channel -inf: the first is named
+      CompressCase c = test::worked_example(hd, 0);
+      for (int64_t g = 28; g < 32; ++g) c.row(g)[c.score_off(g - 24) + 2] = -kInf;
+      EXPECT_EQ(expect_error(c, "NonFiniteError"),
+                std::string("dsv4cpu::") + op_of(hd) + ": state_cache[7, 0, " +
+                    std::to_string(SW + hd + 2) + "] = -inf: not finite," + read +
+                    "4 (gather_slots[0, 4] = 28), its score for channel 2" + input_tail);
     }
     {  // c = 1e30 everywhere: the sum of squares overflows
       CompressCase c = test::worked_example(hd, 0);

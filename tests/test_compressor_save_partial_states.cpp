@@ -285,6 +285,18 @@ TEST(SavePartialStatesBadInput, ShapesAndRatio) {
             MutableTensorView(c.state.data(), DType::F32, {4, 4, 512}, {2047, 512, 1}), slots);
   try_views(c, kv, score, ape, pos,
             MutableTensorView(c.state.data(), DType::F32, {4, c.page_floats}), slots);
+  // The 2-D form of a padded page array: the message says how it is passed.
+  try {
+    save_partial_states(kv, score, ape, pos,
+                        MutableTensorView(c.state.data(), DType::F32, {4, c.page_floats}), slots);
+    ADD_FAILURE() << "no exception";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(),
+                 "dsv4cpu::save_partial_states: state_cache: dtype F32, shape [4, 2064], strides "
+                 "[2064, 1] (expected F32 [*, *, 512], contiguous rows, dim-0 stride >= row size; "
+                 "state_cache is [nb, sbs, 2·SW] with strides [page_floats, 2·SW, 1]: a padded 2-D "
+                 "[nb, page_floats] page array is passed as that 3-D view)");
+  }
   // kv inside the state cache (overlap with the in-place buffer).
   try_views(c, TensorView(c.state.data() + 100, DType::F32, {2, 256}), score, ape, pos, state,
             slots);
@@ -370,7 +382,8 @@ TEST(SavePartialStatesBadInput, NonFiniteInputsAndSums) {
     c.ape[1 * 256 + 3] = 1e38f;
     EXPECT_EQ(expect_error(c, "NonFiniteError"),
               "dsv4cpu::save_partial_states: token 1 (position 5): score + ape channel 3 = inf: "
-              "intermediate overflow (expected finite; nothing was written)");
+              "intermediate overflow, from score[1, 3] = 3e+38 and ape[1, 3] = 1e+38 (expected "
+              "finite; nothing was written)");
   }
   {  // order: an index error beats a non-finite input
     SaveCase c(2, 256, 4, 2, 4);

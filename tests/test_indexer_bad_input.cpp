@@ -164,7 +164,8 @@ TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite) {
   a.q[1 * 256 + 128 + 0] = 448.0f * 1024.0f;
   a.w[3] = 3e38f;
   expect_error(a, "NonFiniteError",
-               kQ + "token 1 (position 3): weights_out head 1 = inf: intermediate overflow "
+               kQ + "token 1 (position 3): weights_out head 1 = inf: intermediate overflow, from "
+                    "weights[1, 1] = 3e+38 x the query scale x softmax_scale x head_scale "
                     "(expected finite; nothing was written)");
   try {
     a.call();
@@ -176,6 +177,15 @@ TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite) {
   a.o.check_finite = false;
   a.o.variant = {};
   EXPECT_NO_THROW(a.call());
+}
+
+// q_fp8 and weights_out may not overlap each other.
+TEST(FusedIndexerQRopeQuantBadInput, OutputsDisjoint) {
+  QFix a;
+  a.vwout = MutableTensorView(a.codes.data() + 64, DType::F32, {2, 2});
+  expect_error(a, "ShapeError",
+               kQ + "weights_out: memory overlaps output q_fp8 (expected outputs that do not "
+                    "overlap)");
 }
 
 // ---------------------------------------------------------------- fp8_paged_mqa_logits
@@ -374,18 +384,39 @@ TEST(TopkTransformBadInput, ValidFixtureRuns) {
   expect_ok(f);
 }
 
-TEST(TopkTransformBadInput, PageSizePowerOfTwoWhenPaged) {
+// page_size is page_table's page size: a power of two whether or not page_indices is requested
+// (without them it has no effect).
+TEST(TopkTransformBadInput, PageSizeIsAPowerOfTwo) {
   TFix a;  // the spec's example message
   a.page_size = 48;
   expect_error(a, "ValueError", kT + "page_size = 48: not a power of two (expected 1, 2, 4, ...)");
   TFix b;
   b.page_size = 0;
   expect_error(b, "ValueError", kT + "page_size = 0: not a power of two (expected 1, 2, 4, ...)");
-  TFix c;  // without page_indices the page size is not used
+  TFix c;  // without page_indices too
   c.page_size = 48;
   c.vtable = TensorView();
   c.vpages = MutableTensorView();
-  expect_ok(c);
+  expect_error(c, "ValueError", kT + "page_size = 48: not a power of two (expected 1, 2, 4, ...)");
+  TFix d, e;  // a valid page size without page_indices: the same raw indices as page_size 1
+  for (TFix* f : {&d, &e}) {
+    f->vtable = TensorView();
+    f->vpages = MutableTensorView();
+  }
+  d.page_size = 64;
+  e.page_size = 1;
+  expect_ok(d);
+  expect_ok(e);
+  EXPECT_EQ(d.raw, e.raw);
+}
+
+// raw_indices and page_indices may not overlap each other.
+TEST(TopkTransformBadInput, OutputsDisjoint) {
+  TFix a;
+  a.vpages = MutableTensorView(a.raw.data(), DType::I32, {2, 512});
+  expect_error(a, "ShapeError",
+               kT + "page_indices: memory overlaps output raw_indices (expected outputs that do "
+                    "not overlap)");
 }
 
 TEST(TopkTransformBadInput, ModeValid) {

@@ -83,6 +83,49 @@ TEST(Registry, SelectedVariantIsTheCallPath) {
             "dsv4cpu::registry: op = no_such_op: unknown op (expected a registered op name)");
 }
 
+// A name no op offers is an unknown variant; a name another op offers is "not offered for this
+// op", listing the op's own variants; an unavailable one lists those that run here.
+TEST(Registry, VariantErrorsSayWhatTheOpOffers) {
+  const std::vector<OpInfo> ops = registered_ops();
+  auto offered = [](const OpInfo& op) {
+    std::string s;
+    for (const VariantInfo& v : op.variants) s += (s.empty() ? "" : ", ") + v.name;
+    return s;
+  };
+  Options o;
+  o.variant = "no-such-variant";
+  EXPECT_EQ(what_of([&] { selected_variant("short_context_topk", o); }),
+            "dsv4cpu::short_context_topk: variant = no-such-variant: unknown variant, offered by "
+            "no op (expected one of ref)");
+  size_t checked = 0;
+  for (const OpInfo& op : ops)
+    for (const OpInfo& other : ops)
+      for (const VariantInfo& v : other.variants) {
+        bool mine = false;
+        for (const VariantInfo& w : op.variants) mine |= w.name == v.name;
+        if (mine) continue;
+        o.variant = v.name;
+        EXPECT_EQ(what_of([&] { selected_variant(op.name, o); }),
+                  "dsv4cpu::" + op.name + ": variant = " + v.name +
+                      ": not offered for this op: offered are " + offered(op) +
+                      " (expected one of " + offered(op) + ")");
+        ++checked;
+      }
+  EXPECT_GT(checked, 0u);
+  for (const OpInfo& op : ops)
+    for (const VariantInfo& v : op.variants) {
+      if (v.available) continue;
+      std::string runnable;
+      for (const VariantInfo& w : op.variants)
+        if (w.available) runnable += (runnable.empty() ? "" : ", ") + w.name;
+      o.variant = v.name;
+      EXPECT_EQ(what_of([&] { selected_variant(op.name, o); }),
+                "dsv4cpu::" + op.name + ": variant = " + v.name +
+                    ": not available on this CPU or OS (expected an available variant of this "
+                    "op: " + runnable + ")");
+    }
+}
+
 // Options::variant owns its text: the caller's string may go away.
 TEST(Registry, OptionsOwnTheVariantName) {
   for (const OpInfo& op : registered_ops()) {

@@ -1,9 +1,13 @@
-// Sparse MLA attention and the SWA insert (attention.md). Argument names and order follow the
-// spec's tables; outputs and in-place buffers are MutableTensorView parameters, then the per-call Options.
+// Sparse MLA attention and the SWA insert (attention.md). Every op follows the contract of
+// options.hpp (errors before any write, aliasing, threads, zero-size calls); each comment below
+// adds the op's Shapes (with the cache_sizes.hpp helper that gives each size), Writes, Allocates,
+// Throws and Threads. All allocations are temporary (released before the call returns).
 #pragma once
 #include <cstdint>
 #include <string_view>
 
+#include "dsv4cpu/cache_sizes.hpp"
+#include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/export.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "dsv4cpu/options.hpp"
@@ -30,42 +34,56 @@ enum class Fp8Subnormals : uint8_t {
 // "exact" / "flush" -> Fp8Subnormals; anything else throws ValueError.
 DSV4CPU_API Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view text);
 
-// attention.md §2: per query token t and head h, online-softmax attention over the window
-// columns then the compressed columns (slot -1 skipped), with the optional sink.
-// q: BF16 [T, H, 512] with stride(2) = 1, stride(1) = 512, stride(0) >= H·512;
-// window_cache, compressed_cache: U8 [pages, page_bytes] fp8_ds_mla (unit inner stride, page
-// stride >= page_bytes >= block_size·584; compressed_cache may have 0 pages);
-// window_slots: I32/I64 [T, Nw], compressed_slots: I32/I64 [T, Nc], contiguous;
-// attn_sink: F32 [H] (finite or -inf) or absent; scale finite and > 0 (kAttentionScale).
-// out: BF16 [T, H, 512] contiguous, written completely; lse: F32 [T, H] contiguous, or absent
-// (not requested): the log-sum-exp without the sink, +inf for rows without a valid entry.
-DSV4CPU_API void sparse_mla_attention(const TensorView& q, const TensorView& window_cache,
-                                      int64_t window_block_size, const TensorView& window_slots,
-                                      const TensorView& compressed_cache,
-                                      int64_t compressed_block_size,
-                                      const TensorView& compressed_slots,
-                                      const TensorView& attn_sink, float scale,
-                                      NopeDecode nope_decode, const MutableTensorView& out,
-                                      const MutableTensorView& lse = {},
-                                      const Options& options = {});
+// sparse_mla_attention (attention.md §2): per query token t and head h, online-softmax attention
+// over the window columns then the compressed columns (slot -1 skipped), with the optional sink.
+// Shapes:    q BF16 [T, H, 512], strides [>= H·512, 512, 1] (the first H heads of a head-padded
+//            q_out may be passed); window_cache, compressed_cache U8 [pages, page_bytes]
+//            fp8_ds_mla, unit inner stride, page stride >= page_bytes >= P·584
+//            (fp8_ds_mla_page_bytes(P); compressed_cache may have 0 pages); window_block_size,
+//            compressed_block_size P >= 1 (kSwaBlockSize; compressed_block_size(r));
+//            window_slots I32/I64 [T, Nw], compressed_slots I32/I64 [T, Nc], contiguous, each slot
+//            -1 or below pages·P of its cache; attn_sink F32 [H] (finite or -inf) or absent;
+//            scale finite, > 0 (kAttentionScale); out BF16 [T, H, 512] contiguous; lse F32
+//            [T, H] contiguous, or absent (not requested).
+// Writes:    every element of out; of lse when given (the log-sum-exp without the sink, +inf
+//            for rows without a valid entry).
+// Allocates: per token the gathered rows of its valid columns (2 KiB per column) and their
+//            scores.
+// Throws:    ValueError (block sizes, scale, nope_decode); ShapeError (shapes; out or lse
+//            overlapping an input or each other); IndexError (a slot outside [-1, pages·P));
+//            NonFiniteError (q not finite, attn_sink NaN or +inf). NaN codes or scale byte 255 in
+//            a gathered row give a NaN output row.
+// Threads:   reference only: the calling thread.
+DSV4CPU_API void sparse_mla_attention(
+    const TensorView& q, const TensorView& window_cache, int64_t window_block_size,
+    const TensorView& window_slots, const TensorView& compressed_cache,
+    int64_t compressed_block_size, const TensorView& compressed_slots, const TensorView& attn_sink,
+    float scale, NopeDecode nope_decode, const MutableTensorView& out,
+    const MutableTensorView& lse = {}, const Options& options = {});
 
-// attention.md §3: q RMSNorm (weight-free) and RoPE into q_out, and the SWA kv rows rotated,
-// quantised and written into swa_cache (in place) at slot_mapping.
-// q: BF16 [T, Hq, 512]; kv: BF16 [T_ins, 512] with T_ins <= T; positions: I32/I64 [T];
-// slot_mapping: I32/I64 [T_ins] (-1 = skip, valid slots distinct), all contiguous;
-// swa_cache: U8 [pages, page_bytes >= cache_block_size·584] (page stride >= page_bytes);
-// cos_sin_cache: F32 [R, 64] contiguous; q_head_padded >= Hq; eps finite and >= 0.
-// q_out: BF16 [T, q_head_padded, 512] contiguous, written completely (heads >= Hq are +0).
-// Only the written entries' 576 data bytes and 8 scale bytes of swa_cache change.
-DSV4CPU_API void fused_qnorm_rope_kv_insert(const TensorView& q, const TensorView& kv,
-                                            const TensorView& positions,
-                                            const TensorView& slot_mapping,
-                                            const MutableTensorView& swa_cache,
-                                            const TensorView& cos_sin_cache,
-                                            int64_t q_head_padded, double eps,
-                                            int64_t cache_block_size, ScaleClamp scale_clamp,
-                                            Fp8Subnormals fp8_subnormals,
-                                            const MutableTensorView& q_out,
-                                            const Options& options = {});
+// fused_qnorm_rope_kv_insert (attention.md §3): q RMSNorm (weight-free) and RoPE (table row
+// positions[t]) into q_out, and the SWA kv rows rotated, quantised and written into swa_cache at
+// slot_mapping.
+// Shapes:    q BF16 [T, Hq, 512]; kv BF16 [T_ins, 512], T_ins <= T; positions I32/I64 [T];
+//            slot_mapping I32/I64 [T_ins] (-1 = skip, valid slots distinct); all contiguous;
+//            swa_cache U8 [pages, page_bytes] (in place), unit inner stride, page stride >=
+//            page_bytes >= P·584 (fp8_ds_mla_page_bytes(P), P = cache_block_size >= 1,
+//            kSwaBlockSize in the model); cos_sin_cache F32 [R, 64] contiguous; q_head_padded
+//            >= Hq; eps finite and >= 0; q_out BF16 [T, q_head_padded, 512] contiguous.
+// Writes:    every element of q_out (heads >= Hq are +0); per written slot the 576 data bytes
+//            and 8 scale bytes of its entry; nothing else of swa_cache.
+// Allocates: 584 bytes per inserted row; ref also a q_out scratch (1 KiB per token and padded
+//            head).
+// Throws:    ValueError (q_head_padded, eps, cache_block_size, scale_clamp, fp8_subnormals);
+//            ShapeError (shapes; swa_cache or q_out overlapping an input); IndexError (position
+//            outside [0, R), slot outside [-1, pages·P), a slot written twice); NonFiniteError
+//            (q, a written kv row or a used cos/sin row not finite; a non-finite computed value).
+// Threads:   hwy: tokens split across threads.
+DSV4CPU_API void fused_qnorm_rope_kv_insert(
+    const TensorView& q, const TensorView& kv, const TensorView& positions,
+    const TensorView& slot_mapping, const MutableTensorView& swa_cache,
+    const TensorView& cos_sin_cache, int64_t q_head_padded, double eps, int64_t cache_block_size,
+    ScaleClamp scale_clamp, Fp8Subnormals fp8_subnormals, const MutableTensorView& q_out,
+    const Options& options = {});
 
 }  // namespace dsv4cpu

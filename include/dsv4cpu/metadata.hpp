@@ -1,7 +1,20 @@
-// Metadata builders (metadata.md): integer slot and index tables of one scheduled step.
-// Argument names and order follow the spec's tables; outputs are caller-allocated views
-// (written completely) except where a result is not an array. Index inputs accept I32 or I64.
-// Optional inputs and outputs are passed as an absent view, TensorView().
+// Metadata builders (metadata.md): integer slot and index tables of one scheduled step. Every op
+// follows the contract of options.hpp (errors before any write, aliasing, threads, zero-size
+// calls); each comment below adds the op's Shapes, Writes, Allocates, Throws and Threads, and the
+// following holds for all of them unless a comment says otherwise:
+// - Shapes: index inputs are I32 or I64, 1-D inputs and outputs contiguous, block tables [R, MB]
+//   with contiguous rows (row stride >= MB); qsl = query_start_loc [R + 1] starts at 0 and does
+//   not decrease, T = qsl[R], q_r = qsl[r + 1] − qsl[r], seq_lens[r] >= q_r; an optional
+//   argument not given is an absent view (TensorView() / MutableTensorView()).
+// - Writes: every element of every output array (padding entries included); nothing else.
+// - Allocates: all temporary, O(T + R) bytes or less unless stated.
+// - Throws: ValueError for a scalar outside its domain (block sizes >= 1, ratios in {4, 128},
+//   window >= 1, max_model_len >= 1, ...), ShapeError for shapes and overlap (also between two
+//   outputs), IndexError for index elements (qsl, seq_lens, positions < 0, request indices
+//   outside [0, R), a block-table column a formula reads >= MB or its entry < 0, an I32 output
+//   value beyond int32).
+// - Threads: "opt" splits tokens (or requests) across threads; the reference runs on the calling
+//   thread.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -9,25 +22,36 @@
 #include <string_view>
 #include <vector>
 
+#include "dsv4cpu/cache_sizes.hpp"
+#include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/export.hpp"
 #include "dsv4cpu/options.hpp"
 #include "dsv4cpu/tensor.hpp"
 
 namespace dsv4cpu {
 
-// §2: positions I64 [T], token_to_req I32 [T] with T = query_start_loc[R].
+// token_positions (§2): pos_t = seq_lens[r] − q_r + (t − qsl[r]) and the request of every token.
+// Shapes:    query_start_loc [R + 1], seq_lens [R]; positions I64 [T], token_to_req I32 [T].
+// Allocates: ref: nothing; opt: I64 copies of I32 inputs.
 DSV4CPU_API void token_positions(const TensorView& query_start_loc, const TensorView& seq_lens,
                                  const MutableTensorView& positions,
                                  const MutableTensorView& token_to_req,
                                  const Options& options = {});
 
-// §3: slot_mapping I64 [num_tokens_padded]; its extent is num_tokens_padded (>= T, ValueError
-// otherwise), entries [T, num_tokens_padded) are -1.
+// slot_mapping (§3): slot_mapping[t] = bt[token_to_req[t]][pos_t / P]·P + pos_t % P.
+// Shapes:    positions [T], token_to_req [T], block_table [R, MB], block_size P; slot_mapping I64
+//            [num_tokens_padded]: its extent is num_tokens_padded (>= T, ValueError otherwise),
+//            entries [T, num_tokens_padded) are -1.
+// Allocates: nothing.
 DSV4CPU_API void slot_mapping(const TensorView& positions, const TensorView& token_to_req,
                               const TensorView& block_table, int64_t block_size,
                               const MutableTensorView& slot_mapping, const Options& options = {});
 
-// §4
+// split_decodes_and_prefills (§4): the decode requests and tokens at the head of the batch.
+// Shapes:    query_start_loc [R + 1]; threshold >= 0 (the query length up to which a request is a
+//            decode: 1 + speculative tokens).
+// Writes:    nothing: the result is returned.
+// Allocates: nothing.
 struct DecodePrefillSplit {
   int64_t num_decodes = 0;
   int64_t num_prefills = 0;
@@ -38,8 +62,12 @@ DSV4CPU_API DecodePrefillSplit split_decodes_and_prefills(const TensorView& quer
                                                           int64_t threshold,
                                                           const Options& options = {});
 
-// §5: slot_mapping I64 [num_tokens_padded] (extent >= T = query_start_loc[R]); the optional
-// token_slot_mapping (I32 or I64 [T], or TensorView()) enables the replayed-token rule.
+// compressed_slot_mapping (§5): the compressed-cache slot of every boundary token, −1 elsewhere.
+// Shapes:    query_start_loc [R + 1], seq_lens [R], block_table [R, MB] (the compressed group),
+//            compress_ratio in {4, 128}, block_size P_c (compressed_block_size(ratio)); optional
+//            token_slot_mapping [T] (the token's own slot: −1 there gives −1, the replayed-token
+//            rule); slot_mapping I64 [num_tokens_padded] (>= T), entries [T, ...) −1.
+// Allocates: ref: nothing; opt: I64 copies of I32 inputs.
 DSV4CPU_API void compressed_slot_mapping(const TensorView& query_start_loc,
                                          const TensorView& seq_lens, const TensorView& block_table,
                                          int64_t compress_ratio, int64_t block_size,
@@ -47,14 +75,23 @@ DSV4CPU_API void compressed_slot_mapping(const TensorView& query_start_loc,
                                          const MutableTensorView& slot_mapping,
                                          const Options& options = {});
 
-// §6: indices I64 [T, window]; optional lens I32 [T].
+// swa_window_indices (§6): each token's SWA window slots, oldest first, −1 after its length.
+// Shapes:    positions [T], token_to_req [T], block_table [R, MB] (the SWA group), window W >= 1
+//            (kSlidingWindow), block_size P (kSwaBlockSize); indices I64 [T, W]; optional lens
+//            I32 [T].
+// Allocates: ref: nothing; opt: I64 copies of I32 inputs.
 DSV4CPU_API void swa_window_indices(const TensorView& positions, const TensorView& token_to_req,
                                     const TensorView& block_table, int64_t window,
                                     int64_t block_size, const MutableTensorView& indices,
                                     const MutableTensorView& lens = MutableTensorView(),
                                     const Options& options = {});
 
-// §7.1 (CPU form): indices I64 [T, Wc] with Wc = c128a_topk_width(max_model_len).
+// c128a_topk_indices (§7.1, CPU form): per token the slots of every C128A entry visible so far
+// (n_t = (pos_t + 1) / 128 of them), then −1.
+// Shapes:    positions [T] (each < max_model_len), token_to_req [T], block_table [R, MB] (the
+//            C128A group), max_model_len >= 1, block_size P_c (compressed_block_size(128));
+//            indices I64 [T, Wc], Wc = c128a_topk_width(max_model_len).
+// Allocates: O(T + R·Wc) bytes (opt: each request's longest slot row).
 DSV4CPU_API void c128a_topk_indices(const TensorView& positions, const TensorView& token_to_req,
                                     const TensorView& block_table, int64_t max_model_len,
                                     int64_t block_size, const MutableTensorView& indices,
@@ -64,8 +101,8 @@ DSV4CPU_API int64_t c128a_topk_width(int64_t max_model_len);
 
 // §7.1, compact form (docs/metadata.md): the same rows cut to any width W >= the step's longest
 // compressed length max_t (positions[t] + 1) / 128, which c128a_compact_width returns (0 for an
-// empty step). indices I64 [T, W]; columns beyond a token's n_t are -1. A token with n_t > W is
-// an IndexError.
+// empty step; IndexError for a negative position). indices I64 [T, W]; columns beyond a token's
+// n_t are -1. A token with n_t > W is an IndexError. Allocates as c128a_topk_indices.
 DSV4CPU_API int64_t c128a_compact_width(const TensorView& positions);
 DSV4CPU_API void c128a_topk_indices_compact(const TensorView& positions,
                                             const TensorView& token_to_req,
@@ -73,11 +110,14 @@ DSV4CPU_API void c128a_topk_indices_compact(const TensorView& positions,
                                             const MutableTensorView& indices,
                                             const Options& options = {});
 
-// §7.2 (GPU form, for parity). The outputs' common width is the active width Wa: a multiple of
-// 128, <= Wmax = c128a_decode_max_width(max_model_len) (ShapeError otherwise), and >= every
-// token's n_t (IndexError otherwise). decode_global I64 [nd, Wa], decode_lens I32 [nd],
-// prefill_local I32 [T - nd, Wa] with nd = num_decode_tokens in [0, T] (ValueError otherwise).
-// token_slot_mapping is optional (I32 or I64 [T], or TensorView()).
+// c128a_decode_metadata (§7.2, GPU form, for parity). The outputs' common width is the active
+// width Wa: a multiple of 128, <= Wmax = c128a_decode_max_width(max_model_len) (ShapeError
+// otherwise), and >= every token's n_t (IndexError otherwise).
+// Shapes:    positions [T], token_to_req [T], block_table [R, MB], max_model_len >= 1, block_size
+//            P_c, num_decode_tokens nd in [0, T] (ValueError otherwise), optional
+//            token_slot_mapping [T]; decode_global I64 [nd, Wa], decode_lens I32 [nd],
+//            prefill_local I32 [T − nd, Wa].
+// Allocates: O(T + R·Wa) bytes.
 DSV4CPU_API void c128a_decode_metadata(const TensorView& positions, const TensorView& token_to_req,
                                        const TensorView& block_table, int64_t max_model_len,
                                        int64_t block_size, int64_t num_decode_tokens,
@@ -89,9 +129,12 @@ DSV4CPU_API void c128a_decode_metadata(const TensorView& positions, const Tensor
 // Wmax = roundup(ceil(max_model_len / 128), 128); ValueError for max_model_len < 1.
 DSV4CPU_API int64_t c128a_decode_max_width(int64_t max_model_len);
 
-// §8: topk_indices I32 or I64 [T, K] (unit inner stride; K = 512 in the model), entries >= -1.
-// indices I64 [T, K], lens I32 [T]. token_slot_mapping is optional (I32 or I64 [T], or
-// TensorView()).
+// c4a_global_topk_indices (§8): the indexer's local selections mapped to C4A cache slots, and
+// each row's count of valid entries.
+// Shapes:    topk_indices [T, K] (unit inner stride; K = kIndexerTopk in the model), entries >= −1;
+//            token_to_req [T], block_table [R, MB] (the C4A group), block_size P_c; optional
+//            token_slot_mapping [T]; indices I64 [T, K], lens I32 [T].
+// Allocates: O(T + R·MB) bytes.
 DSV4CPU_API void c4a_global_topk_indices(
     const TensorView& topk_indices, const TensorView& token_to_req, const TensorView& block_table,
     int64_t block_size, const TensorView& token_slot_mapping, const MutableTensorView& indices,
@@ -129,18 +172,28 @@ struct IndexerMetadata {
                                                 // iff num_prefills > 0 (kept when its total is 0)
 };
 
-// §9.1-9.5. block_table is the indexer group's [R, MB]; next_n >= 1 (1 + speculative tokens)
-// is the split threshold and the native-MTP width of decode_seq_lens. slot_mapping I64
-// [num_tokens_padded] (extent >= T) receives §5 with ratio 4 and block_size.
+// indexer_metadata (§9.1-9.5): the indexer's metadata of one step.
+// Shapes:    query_start_loc [R + 1], seq_lens [R] (seq_lens / 4 and the prefill total fit int32),
+//            block_table [R, MB] (the indexer group), block_size P, next_n >= 1 (1 +
+//            speculative tokens: the split threshold and the width of decode_seq_lens);
+//            slot_mapping I64 [num_tokens_padded] (>= T) receives §5 with ratio 4.
+// Writes:    slot_mapping; the other fields are returned.
+// Allocates: the returned vectors (O(R + T + the prefill requests' total compressed length)) and
+//            O(R) temporary bytes.
 DSV4CPU_API IndexerMetadata indexer_metadata(const TensorView& query_start_loc,
                                              const TensorView& seq_lens,
                                              const TensorView& block_table, int64_t block_size,
                                              int64_t next_n, const MutableTensorView& slot_mapping,
                                              const Options& options = {});
 
-// §9.3 base rule. Chunk-relative query slices of requests [req_start, req_end) (absolute, i.e.
-// offset by request_offset). Returns the base rule's list as is: chunks whose requests have
-// total compressed length 0 are kept (vLLM drops them afterwards; see docs/metadata.md).
+// split_indexer_prefill_chunks (§9.3 base rule): chunk-relative query slices of requests
+// [req_start, req_end) (absolute, i.e. offset by request_offset). Returns the base rule's list as
+// is: chunks whose requests have total compressed length 0 are kept (vLLM drops them afterwards;
+// see docs/metadata.md).
+// Shapes:    compressed_lens [n] (>= 0), query_lens [n] (>= 1); workspace >= 1,
+//            max_logits_bytes >= 4, request_offset >= 0.
+// Writes:    nothing: the chunks are returned. Allocates: the returned vector.
+// Threads:   the calling thread.
 struct PrefillChunk {
   int64_t req_start = 0, req_end = 0;
   int64_t q_start = 0, q_end = 0;
@@ -149,7 +202,8 @@ DSV4CPU_API std::vector<PrefillChunk> split_indexer_prefill_chunks(
     const TensorView& compressed_lens, const TensorView& query_lens, int64_t workspace,
     int64_t max_logits_bytes, int64_t request_offset, const Options& options = {});
 
-// §10: "none" for layer_kind "swaonly", "c4a" and "c128a"; ValueError for any other kind.
+// build_tile_scheduler (§10): "none" for layer_kind "swaonly", "c4a" and "c128a"; ValueError for
+// any other kind. Allocates the returned string; the calling thread.
 DSV4CPU_API std::string build_tile_scheduler(std::string_view layer_kind,
                                              const Options& options = {});
 

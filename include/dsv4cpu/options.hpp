@@ -1,4 +1,27 @@
-// Per-call options shared by every operation, and the registry of variants as users see it.
+// Per-call options shared by every operation, the contract every operation follows, and the
+// registry of variants as users see it.
+//
+// The contract of every op (each op's comment adds its own Shapes / Writes / Allocates / Throws /
+// Threads):
+// - Arguments come in the spec's order: inputs as TensorView, outputs and in-place buffers as
+//   MutableTensorView (tensor.hpp), scalars, then `const Options&`. Index arrays accept I32 or
+//   I64 wherever the spec writes either. An optional array not given is an absent view
+//   (TensorView() / MutableTensorView()).
+// - Errors: every argument is validated before any output byte is written (bad-input.md §1.4
+//   order); a failure throws a dsv4cpu::Error subclass (errors.hpp) and leaves every output and
+//   in-place buffer unchanged. Options::variant naming a variant the op does not offer, or one
+//   this CPU or OS cannot run, throws ValueError. std::bad_alloc may escape when scratch memory
+//   cannot be allocated. A call whose work dimension is 0 is a valid no-op.
+// - Aliasing: an output may not overlap any input or another output (ShapeError); an in-place
+//   buffer may not overlap any input. Inputs may overlap each other.
+// - Threads: concurrent calls from different threads are safe when their outputs and in-place
+//   buffers are distinct (inputs may be shared). The reference variants run on the calling
+//   thread. The optimized variants open OpenMP parallel regions of Options::num_threads threads
+//   (0: omp_get_max_threads(), fewer when the call is too small to share) through the
+//   `num_threads` clause: no call changes a global OpenMP setting (omp_set_num_threads is never
+//   called). Called from inside an OpenMP parallel region, the op's region is nested, so it runs
+//   on one thread unless the program enabled nested parallelism. Results never depend on the
+//   thread count or the SIMD target (beyond the spec's bounds where it states one).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,13 +41,15 @@ enum class Impl : uint8_t {
 
 struct Options {
   Impl impl = Impl::best;
-  // Exact registry variant name ("ref", "hwy", "amx", ...); overrides `impl` when non-empty.
-  // Naming a variant that this CPU cannot run throws ValueError.
+  // Exact registry variant name ("ref", "hwy", "amx", ...), owned by the Options; overrides
+  // `impl` when non-empty. Naming a variant the op does not offer, or one this CPU cannot run,
+  // throws ValueError.
   std::string variant;
   // bad-input.md §1.6: steps (e) and (f) of the check order.
   bool check_finite = true;
-  // Most threads the parallel variants start; 0 = OpenMP's default. Never more than the
-  // processors this process may run on. Results never depend on it.
+  // Most threads the optimized variants' OpenMP regions start (the `num_threads` clause: no global
+  // OpenMP setting changes); 0 = omp_get_max_threads(). Never more than the processors this
+  // process may run on. Results never depend on it.
   int num_threads = 0;
 };
 

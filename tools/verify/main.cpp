@@ -4,9 +4,10 @@
 //   dsv4cpu-verify [--impl reference|optimized|all] [--report json|junit FILE]... PATH...
 //   dsv4cpu-verify --list
 //
-// One line per case and variant: op, case, variant, PASS/FAIL, worst difference or reason; the last
-// line is "N passed, N failed". Exit status 0 only when at least one case ran and all passed; a run
-// that finds no fixture, or a PATH that does not exist, fails.
+// One line per case and variant: op, case, variant, PASS/FAIL/ERROR/SKIP, worst difference or
+// reason; the last line is "N passed, N failed" (an error counts as failed), then ", N skipped"
+// when a variant could not run here. Exit status 0 only when at least one case ran and none failed;
+// a run that finds no fixture, or a PATH that does not exist, fails.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -126,7 +127,8 @@ static void print_op_table(const std::vector<CaseResult>& results, size_t width)
   std::map<std::string, Row> rows;
   for (const CaseResult& r : results) {
     Row& row = rows[r.op];
-    (r.pass ? row.passed : row.failed) += 1;
+    if (r.outcome == Outcome::skipped) continue;
+    (r.passed() ? row.passed : row.failed) += 1;
     row.variants.insert(r.variant);
   }
   std::cout << "\n" << std::left << std::setw(static_cast<int>(width)) << "op" << "  passed  failed  variants\n";
@@ -179,7 +181,7 @@ int main(int argc, char** argv) {
   size_t width = 0;
   for (const OpAdapter& a : op_adapters()) width = std::max(width, std::string(a.name).size());
   std::vector<CaseResult> results;
-  size_t passed = 0;
+  size_t passed = 0, skipped = 0;
   for (const Fixture& f : fixtures) {
     const FileResult fr = f.error.empty() ? run_fixture_file(f.path, f.name, mode)
                                           : FileResult{{{"?", f.name, "-", false, f.error, ""}}, {}};
@@ -189,14 +191,16 @@ int main(int argc, char** argv) {
       std::string op = r.op;
       op.resize(std::max(width, op.size()), ' ');
       std::cout << printable(op) << "  " << printable(r.name) << "  " << r.variant << "  "
-                << (r.pass ? "PASS" : "FAIL") << "  " << printable(r.detail) << std::endl;
-      passed += r.pass ? 1 : 0;
+                << outcome_name(r.outcome) << "  " << printable(r.detail) << std::endl;
+      passed += r.passed() ? 1 : 0;
+      skipped += r.outcome == Outcome::skipped ? 1 : 0;
       results.push_back(r);
     }
   }
-  const size_t failed = results.size() - passed;
+  const size_t failed = results.size() - passed - skipped;
   print_op_table(results, width);
-  std::cout << passed << " passed, " << failed << " failed" << std::endl;
+  std::cout << passed << " passed, " << failed << " failed"
+            << (skipped ? ", " + std::to_string(skipped) + " skipped" : std::string()) << std::endl;
 
   bool reports_ok = true;
   for (const auto& [kind, file] : reports)

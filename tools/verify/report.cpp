@@ -1,5 +1,6 @@
 #include "tools/verify/report.hpp"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace dsv4cpu::verify {
@@ -25,58 +26,86 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-size_t failures(const std::vector<const CaseResult*>& cases) {
-  size_t n = 0;
-  for (const CaseResult* c : cases) n += c->pass ? 0 : 1;
-  return n;
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", s);
+  return buf;
+}
+
+// The JUnit counts of a group of cases: tests, failures, errors, skipped, time.
+std::string counts(const std::vector<const CaseResult*>& cases) {
+  size_t failures = 0, errors = 0, skipped = 0;
+  double seconds = 0.0;
+  for (const CaseResult* c : cases) {
+    failures += c->outcome == Outcome::failed ? 1 : 0;
+    errors += c->outcome == Outcome::error ? 1 : 0;
+    skipped += c->outcome == Outcome::skipped ? 1 : 0;
+    seconds += c->seconds;
+  }
+  return "tests=\"" + std::to_string(cases.size()) + "\" failures=\"" + std::to_string(failures) +
+         "\" errors=\"" + std::to_string(errors) + "\" skipped=\"" + std::to_string(skipped) +
+         "\" time=\"" + seconds_text(seconds) + "\"";
 }
 
 }  // namespace
 
 std::string json_report(const std::vector<CaseResult>& results) {
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
-  size_t passed = 0;
+  size_t passed = 0, skipped = 0;
   for (const CaseResult& r : results) {
-    nlohmann::ordered_json c = {{"op", r.op},
-                        {"case", r.name},
-                        {"variant", r.variant},
-                        {"status", r.pass ? "PASS" : "FAIL"},
-                        {"detail", r.detail}};
+    nlohmann::ordered_json c = {{"op", r.op},           {"case", r.name},
+                                {"variant", r.variant}, {"status", outcome_name(r.outcome)},
+                                {"detail", r.detail},   {"seconds", r.seconds}};
+    if (!r.type.empty()) c["type"] = r.type;
     if (!r.error.empty()) c["error"] = r.error;
     cases.push_back(std::move(c));
-    passed += r.pass ? 1 : 0;
+    passed += r.passed() ? 1 : 0;
+    skipped += r.outcome == Outcome::skipped ? 1 : 0;
   }
-  const nlohmann::ordered_json doc = {
-      {"cases", std::move(cases)}, {"passed", passed}, {"failed", results.size() - passed}};
+  const nlohmann::ordered_json doc = {{"cases", std::move(cases)},
+                                      {"passed", passed},
+                                      {"failed", results.size() - passed - skipped},
+                                      {"skipped", skipped}};
   // Replace invalid UTF-8 (file names, messages) rather than throw.
   return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string junit_report(const std::vector<CaseResult>& results) {
-  // Suites in order of first appearance.
+  // Suites (one per op) in order of first appearance.
   std::vector<std::pair<std::string, std::vector<const CaseResult*>>> suites;
+  std::vector<const CaseResult*> all;
   for (const CaseResult& r : results) {
     auto it = suites.begin();
     while (it != suites.end() && it->first != r.op) ++it;
     if (it == suites.end()) it = suites.insert(suites.end(), {r.op, {}});
     it->second.push_back(&r);
+    all.push_back(&r);
   }
-  size_t failed = 0;
-  for (const auto& s : suites) failed += failures(s.second);
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x += "<testsuites name=\"dsv4cpu-verify\" tests=\"" + std::to_string(results.size()) +
-       "\" failures=\"" + std::to_string(failed) + "\">\n";
+  x += "<testsuites name=\"dsv4cpu-verify\" " + counts(all) + ">\n";
   for (const auto& [op, cases] : suites) {
-    x += "  <testsuite name=\"" + xml_escape(op) + "\" tests=\"" + std::to_string(cases.size()) +
-         "\" failures=\"" + std::to_string(failures(cases)) + "\">\n";
+    x += "  <testsuite name=\"" + xml_escape(op) + "\" " + counts(cases) + ">\n";
     for (const CaseResult* c : cases) {
       x += "    <testcase classname=\"" + xml_escape(op) + "\" name=\"" +
-           xml_escape(c->name + " [" + c->variant + "]") + "\">";
-      if (c->pass) {
-        x += "<system-out>" + xml_escape(c->detail) + "</system-out>";
-      } else {
-        x += "<failure message=\"" + xml_escape(c->detail) + "\">" +
-             xml_escape(c->error.empty() ? c->detail : c->error) + "</failure>";
+           xml_escape(c->name + " [" + c->variant + "]") + "\" time=\"" + seconds_text(c->seconds) +
+           "\">";
+      const std::string message = xml_escape(c->detail);
+      const std::string text = xml_escape(c->error.empty() ? c->detail : c->error);
+      switch (c->outcome) {
+        case Outcome::passed:
+          x += "<system-out>" + message + "</system-out>";
+          break;
+        case Outcome::failed:
+          x += "<failure type=\"" + xml_escape(c->type) + "\" message=\"" + message + "\">" + text +
+               "</failure>";
+          break;
+        case Outcome::error:
+          x += "<error type=\"" + xml_escape(c->type) + "\" message=\"" + message + "\">" + text +
+               "</error>";
+          break;
+        case Outcome::skipped:
+          x += "<skipped message=\"" + message + "\"/>";
+          break;
       }
       x += "</testcase>\n";
     }

@@ -1,11 +1,13 @@
 #include "tools/verify/runner.hpp"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
+#include "testing/isa.hpp"
 #include "testing/runs.hpp"
 #include "tools/verify/fixture.hpp"
 #include "tools/verify/ops.hpp"
@@ -18,10 +20,12 @@ namespace {
 constexpr const char* kFormat = "dsv4cpu-fixture/1";
 
 // One call of the op: an enumerated run (--impl all), or the selection by `impl`; and its label.
+// A variant that cannot run here (--impl all, an absent fixed ISA) is planned with `absent` set.
 struct Planned {
   Impl impl = Impl::best;
   std::optional<testing::Run> run;
   std::string label;
+  std::optional<testing::Absence> absent;
 };
 
 std::vector<Planned> plan(const std::string& op, ImplMode mode) {
@@ -30,11 +34,16 @@ std::vector<Planned> plan(const std::string& op, ImplMode mode) {
   for (const OpInfo& i : ops)
     if (i.name == op) info = &i;
   const Impl impl = mode == ImplMode::reference ? Impl::reference : Impl::optimized;
-  if (info == nullptr || info->variants.empty()) return {{impl, {}, "(unregistered)"}};
+  if (info == nullptr || info->variants.empty()) return {{impl, {}, "(unregistered)", {}}};
   if (mode == ImplMode::all) {  // every Highway target, every available variant
     std::vector<Planned> out;
-    for (const testing::Run& run : testing::runs(op).runs)
-      out.push_back({Impl::best, run, run.label()});
+    const testing::RunList list = testing::runs(op);
+    for (const testing::Run& run : list.runs) out.push_back({Impl::best, run, run.label(), {}});
+    for (const VariantInfo& v : list.absent) {
+      testing::RunList one;
+      one.absent = {v};
+      out.push_back({Impl::best, {}, v.name, testing::absence(op, one)});
+    }
     return out;
   }
   Options o;
@@ -46,9 +55,9 @@ std::vector<Planned> plan(const std::string& op, ImplMode mode) {
     if (mode == ImplMode::optimized && v.name == info->variants.back().name)
       label += info->variants.size() == 1 ? " (no optimized variant)"
                                           : " (no optimized variant available)";
-    return {{impl, {}, label}};
+    return {{impl, {}, label, {}}};
   }
-  return {{impl, {}, chosen}};
+  return {{impl, {}, chosen, {}}};
 }
 
 // bad-input.md §2: the class named by expected_error, or a subclass of it.
@@ -63,6 +72,13 @@ bool is_kind(const Error& e, const std::string& cls) {
 bool known_kind(const std::string& cls) {
   return cls == "Error" || cls == "ShapeError" || cls == "IndexError" || cls == "ValueError" ||
          cls == "NonFiniteError";
+}
+
+// Sets the outcome, its type and the detail.
+void judge(CaseResult& r, Outcome outcome, const char* type, std::string detail) {
+  r.outcome = outcome;
+  r.type = type;
+  r.detail = std::move(detail);
 }
 
 CaseResult run_once(const SafetensorsFile& file, const OpAdapter& adapter, const Planned& p,
@@ -80,45 +96,58 @@ CaseResult run_once(const SafetensorsFile& file, const OpAdapter& adapter, const
     if (p.run) target.emplace(*p.run);
     adapter.run(c, o);
   } catch (const FixtureError& e) {
-    r.detail = std::string("fixture: ") + e.what();
+    judge(r, Outcome::error, "fixture", std::string("fixture: ") + e.what());
     return r;
   } catch (const Error& e) {
     raised = true;
     r.error = e.what();
     const std::string kind = e.kind();
     if (expected_error.empty()) {
-      r.detail = kind + ": " + e.what();
+      judge(r, Outcome::error, e.kind(), kind + ": " + e.what());
     } else if (!is_kind(e, expected_error)) {
-      r.detail = "raised " + kind + ", expected " + expected_error + ": " + e.what();
+      judge(r, Outcome::failed, "wrong_exception",
+            "raised " + kind + ", expected " + expected_error + ": " + e.what());
+    } else if (const Verdict v = c.check_untouched(); !v.pass) {
+      judge(r, Outcome::failed, "written_before_exception", v.detail);
     } else {
-      const Verdict v = c.check_untouched();
-      r.pass = v.pass;
-      r.detail = !v.pass                  ? v.detail
-                 : kind == expected_error ? kind + " as expected"
-                                          : kind + " as expected (a subclass of " +
-                                                expected_error + ")";
+      judge(r, Outcome::passed, "",
+            kind == expected_error ? kind + " as expected"
+                                   : kind + " as expected (a subclass of " + expected_error + ")");
     }
   } catch (const std::exception& e) {
-    r.detail = std::string("unexpected exception: ") + e.what();
+    judge(r, Outcome::error, "exception", std::string("unexpected exception: ") + e.what());
     return r;
   }
   *unused = c.unused_metadata();
   if (raised) return r;
   if (!expected_error.empty()) {
-    r.detail = "no error raised (expected " + expected_error + ")";
+    judge(r, Outcome::failed, "no_exception", "no error raised (expected " + expected_error + ")");
     return r;
   }
   try {
     const Verdict v = c.check(tol);
-    r.pass = v.pass;
-    r.detail = v.detail;
+    judge(r, v.pass ? Outcome::passed : Outcome::failed, v.pass ? "" : "mismatch", v.detail);
   } catch (const std::exception& e) {
-    r.detail = std::string("comparison failed: ") + e.what();
+    judge(r, Outcome::error, "comparison", std::string("comparison failed: ") + e.what());
   }
   return r;
 }
 
 }  // namespace
+
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::passed:
+      return "PASS";
+    case Outcome::failed:
+      return "FAIL";
+    case Outcome::error:
+      return "ERROR";
+    case Outcome::skipped:
+      return "SKIP";
+  }
+  return "?";
+}
 
 std::string variant_label(const std::string& name, const std::string& target) {
   return target.empty() ? name : name + ":" + target;
@@ -130,15 +159,21 @@ namespace {
 FileResult run_loaded(const std::function<SafetensorsFile()>& load, const std::string& name,
                       ImplMode mode) {
   FileResult out;
-  const auto fail = [&](const std::string& op, const std::string& why) {
-    out.cases.push_back({op, name, "-", false, why, ""});
+  const auto fail = [&](const std::string& op, const std::string& why,
+                        const char* type = "fixture") {
+    CaseResult r;
+    r.op = op;
+    r.name = name;
+    r.variant = "-";
+    judge(r, Outcome::error, type, why);
+    out.cases.push_back(std::move(r));
     return out;
   };
   SafetensorsFile file;
   try {
     file = load();
   } catch (const SafetensorsError& e) {
-    return fail("?", std::string("malformed safetensors: ") + e.what());
+    return fail("?", std::string("malformed safetensors: ") + e.what(), "malformed_file");
   }
   const auto meta = [&](const char* key) {
     const auto it = file.metadata.find(key);
@@ -166,10 +201,22 @@ FileResult run_loaded(const std::function<SafetensorsFile()>& load, const std::s
   } catch (const std::exception& e) {
     return fail(op, std::string("variant selection: ") + e.what());
   }
-  if (runs.empty()) return fail(op, "no variant of the op is available on this machine");
+  if (runs.empty())
+    return fail(op, "no variant of the op is available on this machine", "no_variant");
   for (size_t i = 0; i < runs.size(); ++i) {
     std::vector<std::string> unused;
-    CaseResult r = run_once(file, *adapter, runs[i], expected_error, tol, &unused);
+    CaseResult r;
+    if (runs[i].absent) {
+      r.variant = runs[i].label;
+      if (runs[i].absent->required)
+        judge(r, Outcome::failed, "isa_required", runs[i].absent->message);
+      else
+        judge(r, Outcome::skipped, "", runs[i].absent->message);
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      r = run_once(file, *adapter, runs[i], expected_error, tol, &unused);
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     r.op = op;
     r.name = name;
     out.cases.push_back(std::move(r));

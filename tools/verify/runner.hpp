@@ -9,14 +9,30 @@ namespace dsv4cpu::verify {
 
 enum class ImplMode { reference, optimized, all };
 
+// How a case and variant ended. A failure: the library's result, or the error it raised, is not
+// the fixture's. An error: the case could not be judged (a malformed or inconsistent file, an
+// exception nobody expected). Skipped: the variant cannot run on this machine (an absent ISA that
+// nothing requires; a required one is a failure).
+enum class Outcome : uint8_t { passed, failed, error, skipped };
+
 struct CaseResult {
   std::string op;       // "?" when the file names none
   std::string name;     // path relative to the searched folder, or the file name
   std::string variant;  // "ref", "hwy:AVX3", "ref (no optimized variant)", "-" when nothing ran
-  bool pass = false;
-  std::string detail;  // worst difference, or the failure reason
-  std::string error;   // what() of the exception the op raised, if any
+  Outcome outcome = Outcome::error;
+  // For a failure or an error, its type: failures "mismatch", "wrong_exception",
+  // "no_exception", "written_before_exception", "isa_required"; errors "malformed_file",
+  // "fixture", "comparison", "exception", or the class of an unexpected dsv4cpu::Error
+  // ("ShapeError", ...).
+  std::string type;
+  std::string detail;    // worst difference, or the failure reason
+  std::string error;     // what() of the exception the op raised, if any
+  double seconds = 0.0;  // the run and its comparison
+  bool passed() const { return outcome == Outcome::passed; }
 };
+
+// "PASS", "FAIL", "ERROR", "SKIP".
+const char* outcome_name(Outcome o);
 
 struct FileResult {
   std::vector<CaseResult> cases;      // one per variant that ran (one when the file is unusable)

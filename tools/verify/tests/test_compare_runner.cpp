@@ -100,7 +100,7 @@ std::string reference_name() {
 
 TEST(VerifyRunner, PassingFixture) {
   const CaseResult r = run1(map_example());
-  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_TRUE(r.passed()) << r.detail;
   EXPECT_EQ(r.op, "map_local_to_global_slots");
   EXPECT_EQ(r.name, "case.safetensors");
   EXPECT_EQ(r.variant, reference_name());
@@ -111,15 +111,17 @@ TEST(VerifyRunner, WrongExpectedValueFails) {
   SafetensorsFile f = map_example();
   f.tensors["expected.slots"] = make_tensor<int64_t>(DType::I64, {4, 1}, {-1, 28, 13, 40});
   const CaseResult r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  EXPECT_EQ(r.type, "mismatch");
   EXPECT_EQ(r.detail, "slots[3, 0]: got 39, expected 40 (1 of 4 elements differ)");
+  EXPECT_GT(r.seconds, 0.0);
 }
 
 TEST(VerifyRunner, IndexInputsMayBeI64) {
   SafetensorsFile f = map_example();
   f.tensors["req_idx"] = make_tensor<int64_t>(DType::I64, {4}, {0, 0, 0, 0});
   f.tensors["block_table"] = make_tensor<int64_t>(DType::I64, {1, 3}, {7, 3, 9});
-  EXPECT_TRUE(run1(f).pass);
+  EXPECT_TRUE(run1(f).passed());
 }
 
 TEST(VerifyRunner, ExpectedErrorClassOrSubclass) {
@@ -128,34 +130,38 @@ TEST(VerifyRunner, ExpectedErrorClassOrSubclass) {
   f.tensors["block_table"] = make_tensor<int32_t>(DType::I32, {1, 3}, {7, -1, 9});  // local 5
   f.metadata["expected_error"] = "IndexError";
   CaseResult r = run1(f);
-  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_TRUE(r.passed()) << r.detail;
   EXPECT_EQ(r.detail, "IndexError as expected");
   EXPECT_TRUE(contains(r.error, "block_table[0, 1] = -1")) << r.error;
   f.metadata["expected_error"] = "Error";
   r = run1(f);
-  EXPECT_TRUE(r.pass);
+  EXPECT_TRUE(r.passed());
   EXPECT_EQ(r.detail, "IndexError as expected (a subclass of Error)");
   f.metadata["expected_error"] = "ShapeError";
   r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  EXPECT_EQ(r.type, "wrong_exception");
   EXPECT_TRUE(contains(r.detail, "raised IndexError, expected ShapeError")) << r.detail;
   f.metadata["expected_error"] = "KeyError";
-  EXPECT_FALSE(run1(f).pass);
+  EXPECT_FALSE(run1(f).passed());
 }
 
 TEST(VerifyRunner, ExpectedErrorThatIsNotRaisedFails) {
   SafetensorsFile f = map_example();
   f.metadata["expected_error"] = "ValueError";
   const CaseResult r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  EXPECT_EQ(r.type, "no_exception");
   EXPECT_EQ(r.detail, "no error raised (expected ValueError)");
 }
 
-TEST(VerifyRunner, UnexpectedErrorFailsWithTheMessage) {
+// An exception the fixture does not expect is an error (not a failure), typed by its class.
+TEST(VerifyRunner, UnexpectedErrorIsAnErrorWithTheMessage) {
   SafetensorsFile f = map_example();
   f.metadata["block_size"] = "0";
   const CaseResult r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.outcome, Outcome::error);
+  EXPECT_EQ(r.type, "ValueError");
   EXPECT_TRUE(contains(r.detail, "ValueError: dsv4cpu::map_local_to_global_slots: block_size"))
       << r.detail;
 }
@@ -164,17 +170,17 @@ TEST(VerifyRunner, MissingOrMistypedTensorFails) {
   SafetensorsFile f = map_example();
   f.tensors.erase("req_idx");
   CaseResult r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_FALSE(r.passed());
   EXPECT_TRUE(contains(r.detail, "ShapeError") && contains(r.detail, "req_idx")) << r.detail;
   f = map_example();
   f.tensors["req_idx"] = make_tensor<float>(DType::F32, {4}, {0, 0, 0, 0});
   r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_FALSE(r.passed());
   EXPECT_TRUE(contains(r.detail, "ShapeError") && contains(r.detail, "req_idx")) << r.detail;
   f = map_example();
   f.tensors["expected.slots"] = make_tensor<int32_t>(DType::I32, {4, 1}, {-1, 28, 13, 39});
   r = run1(f);
-  EXPECT_FALSE(r.pass);
+  EXPECT_FALSE(r.passed());
   EXPECT_EQ(r.detail, "expected.slots is I32 [4, 1], the op returns I64 [4, 1]");
 }
 
@@ -194,6 +200,8 @@ TEST(VerifyRunner, MalformedFixtures) {
   f = map_example();
   f.metadata["block_size"] = "4.0";
   EXPECT_TRUE(contains(run1(f).detail, "not a 64-bit integer")) << run1(f).detail;
+  EXPECT_EQ(run1(f).outcome, Outcome::error);
+  EXPECT_EQ(run1(f).type, "fixture");
   f = map_example();
   f.tensors["expected.bogus"] = make_tensor<int64_t>(DType::I64, {1}, {0});
   EXPECT_TRUE(contains(run1(f).detail, "expected.bogus")) << run1(f).detail;
@@ -212,7 +220,8 @@ TEST(VerifyRunner, TruncatedFileFails) {
   const FileResult r = run_fixture_file(path, "t", ImplMode::reference);
   std::filesystem::remove(path);
   ASSERT_EQ(r.cases.size(), 1u);
-  EXPECT_FALSE(r.cases[0].pass);
+  EXPECT_EQ(r.cases[0].outcome, Outcome::error);
+  EXPECT_EQ(r.cases[0].type, "malformed_file");
   EXPECT_TRUE(contains(r.cases[0].detail, "malformed safetensors")) << r.cases[0].detail;
 }
 
@@ -221,7 +230,7 @@ TEST(VerifyRunner, UnknownMetadataKeyWarnsOnce) {
   f.metadata["colour"] = "blue";
   const FileResult r = run(f, ImplMode::all);
   ASSERT_FALSE(r.cases.empty());
-  for (const CaseResult& c : r.cases) EXPECT_TRUE(c.pass) << c.detail;
+  for (const CaseResult& c : r.cases) EXPECT_TRUE(c.passed()) << c.detail;
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_TRUE(contains(r.warnings[0], "'colour'")) << r.warnings[0];
 }
@@ -233,7 +242,7 @@ TEST(VerifyRunner, ImplAllRunsEveryVariantOnEveryTarget) {
   std::set<std::string> labels;
   for (size_t i = 0; i < list.runs.size(); ++i) {
     EXPECT_EQ(r.cases[i].variant, list.runs[i].label());
-    EXPECT_TRUE(r.cases[i].pass) << r.cases[i].variant << ": " << r.cases[i].detail;
+    EXPECT_TRUE(r.cases[i].passed()) << r.cases[i].variant << ": " << r.cases[i].detail;
     labels.insert(r.cases[i].variant);
   }
   EXPECT_EQ(labels.size(), list.runs.size());  // each Highway target is its own run
@@ -241,7 +250,7 @@ TEST(VerifyRunner, ImplAllRunsEveryVariantOnEveryTarget) {
 
 TEST(VerifyRunner, ImplOptimizedNamesTheReferenceFallback) {
   const CaseResult r = run(map_example(), ImplMode::optimized).cases.at(0);
-  EXPECT_TRUE(r.pass);
+  EXPECT_TRUE(r.passed());
   Options o;
   o.impl = Impl::optimized;
   if (selected_variant("map_local_to_global_slots", o) == reference_name())
@@ -251,7 +260,7 @@ TEST(VerifyRunner, ImplOptimizedNamesTheReferenceFallback) {
 }
 
 TEST(VerifyRunner, StateCache2DWithStateBlockSize) {
-  EXPECT_TRUE(run1(save_example()).pass) << run1(save_example()).detail;
+  EXPECT_TRUE(run1(save_example()).passed()) << run1(save_example()).detail;
   SafetensorsFile f = save_example();
   f.metadata.erase("state_block_size");
   EXPECT_EQ(run1(f).detail, "fixture: missing scalar 'state_block_size' in __metadata__");
@@ -275,7 +284,7 @@ TEST(VerifyRunner, InPlaceBufferNeedsItsExpectedTensor) {
 TEST(VerifyRunner, ExactOverride) {
   SafetensorsFile f = save_example();
   f.metadata["compare"] = "exact";
-  EXPECT_TRUE(run1(f).pass);
+  EXPECT_TRUE(run1(f).passed());
 }
 
 TEST(VerifyCase, UntouchedCheckSeesWritesToOutputsAndInPlaceBuffers) {
