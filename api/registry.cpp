@@ -108,6 +108,9 @@ const std::vector<OpEntry>& registered_op_entries() {
   };
   // ---- attention (attention.md) ----
   static VariantList<SparseMlaAttentionArgs> sparse_mla_attention = {
+      fixed_isa("amx", Isa::amx, opt::sparse_mla_attention_amx),
+      fixed_isa("avx512bf16", Isa::avx512bf16, opt::sparse_mla_attention_avx512bf16),
+      highway("hwy", opt::sparse_mla_attention_hwy),
       reference(ref::sparse_mla_attention),
   };
   static VariantList<FusedQnormRopeKvInsertArgs> fused_qnorm_rope_kv_insert = {

@@ -58,6 +58,13 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
 // and for any thread count.
 namespace opt {
 
+// sparse_mla_attention: "amx", "avx512bf16" (bf16 products where the operands are exact), "hwy"
+// (fp32 products on every Highway target); optimized/attention_hwy.cpp, within numerics.md §11.8 of
+// the reference and independent of the thread count.
+void sparse_mla_attention_amx(const SparseMlaAttentionArgs& a, const RunContext& ctx);
+void sparse_mla_attention_avx512bf16(const SparseMlaAttentionArgs& a, const RunContext& ctx);
+void sparse_mla_attention_hwy(const SparseMlaAttentionArgs& a, const RunContext& ctx);
+
 // fused_qnorm_rope_kv_insert "hwy" (optimized/attention_insert_hwy.cpp): bit-exact with the
 // reference in q_out and every cache byte. When ctx.check_finite and a computed value is not
 // finite, the reference kernel reruns the call and throws its NonFiniteError (the intermediates

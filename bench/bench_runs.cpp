@@ -8,11 +8,12 @@ std::vector<BenchRun> benchmark_runs() {
   compressor_cases(cases);
   indexer_cases(cases);
   metadata_cases(cases);
+  attention_cases(cases);
   const testing::Plan plan{true, std::nullopt, false, {1, 2}};
   std::vector<BenchRun> out;
   for (const Case& c : cases)
     for (const testing::Run& run : testing::runs(c.op, plan).runs) {
-      if (run.threads == 2 && run.variant.role == Role::reference) continue;
+      if (run.variant.role == Role::reference && (run.threads == 2 || !c.reference)) continue;
       std::string name = c.op + "/" + run.variant.name + "/" + c.shape;
       if (run.threads == 2) name += "/threads:2";
       out.push_back({name, c, run});

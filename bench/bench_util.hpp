@@ -45,6 +45,7 @@ using Prepare = std::function<Prepared()>;
 struct Case {
   std::string op, shape;
   Prepare prepare;
+  bool reference = true;  // false: no run of the reference (too slow at this shape)
 };
 using Cases = std::vector<Case>;
 
@@ -52,6 +53,7 @@ using Cases = std::vector<Case>;
 void compressor_cases(Cases& out);
 void indexer_cases(Cases& out);
 void metadata_cases(Cases& out);
+void attention_cases(Cases& out);
 
 // A benchmark of the suite: its name, its case and the run (variant, thread count) it times.
 struct BenchRun {

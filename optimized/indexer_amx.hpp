@@ -4,47 +4,20 @@
 // operand) gives C = dots[key][head] in fp32 tiles; the epilogue of indexer_bf16.hpp then applies
 // ReLU, the head weights and the key scale.
 //
-// `Tiles` provides, with tile numbers as in amx_tile_config():
-//   zero(c)                      C tile c (0..3) := 0
-//   load_a(base, stride)         tile kTileA := 16 rows of 64 bytes
-//   load_b(base, stride)         tile kTileB := 16 rows of 64 bytes
-//   dot(c)                       TDPBF16PS C[c] += A·B
-//   store(c, base, stride)       16 rows of 64 bytes := C tile c
-// optimized/indexer_amx.cpp implements it with the AMX intrinsics (and converts keys with the
-// AVX-512 form of convert_keys); the tests with a scalar model of TDPBF16PS (and convert_keys).
+// `Tiles` is the tile unit of optimized/amx_tiles.hpp (C[0..3]: 16 keys × 16 heads fp32; A: 16
+// keys × 32 dims bf16; B: 16 pairs × 16 heads × 2 bf16). optimized/indexer_amx.cpp runs it with
+// the AMX intrinsics (and converts keys with the AVX-512 form of convert_keys); the tests with a
+// scalar model of TDPBF16PS (and convert_keys).
 #pragma once
 #include <cstdint>
 
+#include "optimized/amx_tiles.hpp"
 #include "optimized/indexer_bf16.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {  // internal linkage: see indexer_bf16.hpp
 
-// The 64-byte operand of LDTILECFG (palette 1).
-struct TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];  // bytes per row of tiles 0..15
-  uint8_t rows[16];
-};
-static_assert(sizeof(TileConfig) == 64, "LDTILECFG operand");
-
-inline constexpr int kTileA = 4, kTileB = 5;  // C tiles are 0..3
-inline constexpr int64_t kTileRows = 16;      // keys per A tile, pairs per B tile
-inline constexpr int64_t kTileBytes = 64;     // 32 bf16, 16 pairs or 16 fp32 per row
-inline constexpr int64_t kKSteps = kDim / 32; // A tiles across the 128 dims
-
-// C[0..3]: 16 keys × 16 heads fp32; A: 16 keys × 32 dims bf16; B: 16 pairs × 16 heads × 2 bf16.
-inline TileConfig amx_tile_config() {
-  TileConfig cfg{};
-  cfg.palette_id = 1;
-  for (int t = 0; t <= kTileB; ++t) {
-    cfg.rows[t] = static_cast<uint8_t>(kTileRows);
-    cfg.colsb[t] = static_cast<uint16_t>(kTileBytes);
-  }
-  return cfg;
-}
+inline constexpr int64_t kKSteps = kDim / 32;  // A tiles across the 128 dims
 
 // dots[k][c·16 + i] (row stride kHeadChunk floats) for the 16 keys of `keys` (bf16 rows of 128)
 // and heads h0 + c·16 + i, c < groups (1..4), of the packed query q (indexer_bf16.hpp).

@@ -15,6 +15,7 @@
 #include "dsv4cpu/indexer.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "optimized/indexer_amx.hpp"
+#include "test_amx_model.hpp"
 #include "testing/caches.hpp"
 #include "testing/gtest.hpp"
 
@@ -24,58 +25,10 @@ namespace {
 using detail::opt::KeyBlock;
 using detail::opt::PreparedRow;
 using detail::opt::TileConfig;
+using test::EmulatedTiles;
+using test::daz_bf16;
+using test::ftz;
 namespace opt = detail::opt;
-
-// ---- a scalar model of the tiles (Intel SDM, TDPBF16PS) ----
-
-// TDPBF16PS treats bf16 subnormal inputs as zero and flushes subnormal fp32 results.
-float daz_bf16(uint16_t h) { return (h & 0x7F80u) == 0 ? 0.0f : bf16_to_f32(h); }
-float ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
-
-// Tiles as rows of 64 bytes; tile numbers and shapes from amx_tile_config(). For every row m of C
-// and column n, in k order: c += a[m][2k]·b[k][2n], then c += a[m][2k+1]·b[k][2n+1], each product
-// of two bf16 exact in fp32 and each sum rounded to nearest even, then flushed.
-struct EmulatedTiles {
-  TileConfig cfg = opt::amx_tile_config();
-  std::vector<std::vector<uint8_t>> tile = std::vector<std::vector<uint8_t>>(8);
-  int dots = 0;
-
-  void load(int t, const void* base, int64_t stride) {
-    tile[t].assign(static_cast<size_t>(cfg.rows[t] * cfg.colsb[t]), 0);
-    for (int r = 0; r < cfg.rows[t]; ++r)
-      std::memcpy(&tile[t][static_cast<size_t>(r * cfg.colsb[t])],
-                  static_cast<const uint8_t*>(base) + r * stride, cfg.colsb[t]);
-  }
-  uint16_t bf16_at(int t, int row, int col) const {
-    uint16_t h;
-    std::memcpy(&h, &tile[t][static_cast<size_t>(row * cfg.colsb[t] + 2 * col)], 2);
-    return h;
-  }
-  float* f32_at(int t, int row, int col) {
-    return reinterpret_cast<float*>(&tile[t][static_cast<size_t>(row * cfg.colsb[t] + 4 * col)]);
-  }
-
-  void zero(int c) { tile[c].assign(static_cast<size_t>(cfg.rows[c] * cfg.colsb[c]), 0); }
-  void load_a(const uint16_t* base, int64_t stride) { load(opt::kTileA, base, stride); }
-  void load_b(const uint16_t* base, int64_t stride) { load(opt::kTileB, base, stride); }
-  void dot(int c) {
-    ++dots;
-    const int A = opt::kTileA, B = opt::kTileB;
-    for (int m = 0; m < cfg.rows[c]; ++m)
-      for (int k = 0; k < cfg.colsb[A] / 4; ++k)
-        for (int n = 0; n < cfg.colsb[c] / 4; ++n) {
-          float* acc = f32_at(c, m, n);
-          *acc = ftz(*acc + daz_bf16(bf16_at(A, m, 2 * k)) * daz_bf16(bf16_at(B, k, 2 * n)));
-          *acc = ftz(*acc +
-                     daz_bf16(bf16_at(A, m, 2 * k + 1)) * daz_bf16(bf16_at(B, k, 2 * n + 1)));
-        }
-  }
-  void store(int c, float* base, int64_t stride) {
-    for (int r = 0; r < cfg.rows[c]; ++r)
-      std::memcpy(reinterpret_cast<uint8_t*>(base) + r * stride,
-                  &tile[c][static_cast<size_t>(r * cfg.colsb[c])], cfg.colsb[c]);
-  }
-};
 
 uint16_t bf16(float x) { return to_bf16(x); }
 

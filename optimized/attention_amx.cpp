@@ -1,0 +1,28 @@
+// The tile instructions of the AMX attention products (optimized/attention_amx.hpp holds the
+// rest). Built with -mamx-tile -mamx-bf16 and AVX-512 flags; nothing here runs unless core/cpu.hpp
+// finds Isa::amx (the CPU, and the OS granting the tile data state).
+#include "optimized/attention_amx.hpp"
+
+namespace dsv4cpu::detail::opt {
+namespace {
+
+void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
+  AmxTiles t;
+  amx_scores(t, K, rows, Qp, S);
+}
+
+void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
+                  float* acc) {
+  AmxTiles t;
+  amx_values(t, Pp, Vp, pairs, alpha, acc);
+}
+
+// Constant-initialised: no code of this file runs at load time.
+constexpr AttentionKernel kAmxKernel = {&scores_tiles, &values_tiles, &amx_thread_begin,
+                                        &amx_thread_end};
+
+}  // namespace
+
+const AttentionKernel& amx_attention_kernel() { return kAmxKernel; }
+
+}  // namespace dsv4cpu::detail::opt

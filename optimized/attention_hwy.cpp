@@ -1,0 +1,508 @@
+// Optimized sparse_mla_attention (attention.md §2): the driver of every variant and the fp32
+// products ("hwy"), written once with Highway and compiled for every target of HWY_TARGETS.
+//
+// Per token, every 128-column block of each set (§2.5) is gathered once: its valid rows are
+// dequantised (§2.4, the same fp32 operations as args/fp8_ds_mla.hpp on 16 lanes) into fp32 rows
+// and, for a bf16 kernel, into bf16 rows and row pairs (optimized/attention_kernel.hpp). Then, for
+// each group of kHeadBlock heads (heads in the vector lanes):
+//   scores   S[j][h] = Σ_d K[j][d]·q[h][d], fp32 fma chains over d ascending (as `ref`), or the
+//            kernel's bf16 product;
+//   softmax  s = RN(S·scale), m_new, α = exp_lib(RN(m − m_new)), p = exp_lib(RN(s − m_new)),
+//            l = RN(RN(l·α) + Σ p) with Σ over j ascending, vector exp_lib bit-identical to the
+//            scalar one;
+//   values   acc = RN(acc·α), then += bf16(p)·V: fp32 fma chains over j ascending (as `ref`), or
+//            the kernel's bf16 product.
+// On targets with native FMA the fp32 path gives the reference's bits.
+//
+// bf16 operands (VDPBF16PS, TDPBF16PS flush bf16 subnormal inputs and subnormal results,
+// numerics.md §9) are used for a block and head group only when they are exact normal numbers:
+// every scale byte of the block's rows in [10, 246] (or 0 with nope_decode = vllm, a +0 tile),
+// no bf16 subnormal among their RoPE values, none among the group's q values. Other blocks and
+// groups take the fp32 products. What the instructions still flush are products and partial sums
+// below 2⁻¹²⁶ in magnitude, an absolute error far below the terms of numerics.md §11.8.
+//
+// §2.6: a gathered row with a NaN or infinite value makes every score of the token non-finite
+// (q·inf and 0·inf are not finite, and an fma chain never returns from there), so the whole token
+// is NaN rows at once; a head whose computed scores include a non-finite one (overflow) gets its
+// NaN row. Tokens are split into (token, head group) items; a thread takes a contiguous range of
+// items and runs every block of its tokens for its head groups. No value depends on the split.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "optimized/attention_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "args/attention.hpp"
+#include "args/fp8_ds_mla.hpp"
+#include "core/check.hpp"
+#include "optimized/attention_kernel.hpp"
+#include "optimized/numerics_hwy-inl.h"
+
+#ifndef DSV4CPU_OPTIMIZED_ATTENTION_SCRATCH
+#define DSV4CPU_OPTIMIZED_ATTENTION_SCRATCH
+namespace dsv4cpu::detail::opt {
+
+// Head groups per AttendToken call (the driver splits longer runs).
+inline constexpr int64_t kMaxHeadGroups = 8;
+
+// Per-thread buffers of the driver, kept between calls (sized for the largest call seen).
+struct AttentionScratch {
+  template <class T>
+  struct Buffer {
+    hwy::AlignedFreeUniquePtr<T[]> p;
+    size_t n = 0;
+    T* get(size_t need) {
+      if (need > n) {
+        p = hwy::AllocateAligned<T>(need);
+        n = need;
+      }
+      return p.get();
+    }
+  };
+  // The token's valid rows in column order (data and scale bytes) and its non-empty blocks, as
+  // [begin, end) ranges of those rows.
+  Buffer<const uint8_t*> data, scales;
+  Buffer<int64_t> blocks;
+  Buffer<float> rows;       // fp32 rows [kAttentionBlock][512]
+  Buffer<uint16_t> krows;   // bf16 rows [kAttentionBlock][512]
+  Buffer<uint32_t> vpairs;  // bf16 row pairs (Vp), 8 · kVpBlock
+  Buffer<float> s;          // scores [kAttentionBlock][kHeadBlock], then p
+  Buffer<uint32_t> ppairs;  // bf16 probability pairs [kAttentionBlock / 2][kHeadBlock]
+  // Per head group of the token: q transposed (fp32 [512][kHeadBlock]) and packed (Qp), the
+  // running m, l, α, the non-finite flags and acc [kHeadBlock][512].
+  Buffer<float> qt, m, l, alpha, acc;
+  Buffer<uint32_t> qp, bad;
+};
+
+}  // namespace dsv4cpu::detail::opt
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+
+constexpr size_t kN = kMaxLanesF;               // lanes per vector
+constexpr size_t kHeadVecs = kHeadBlock / kN;   // vectors per head group
+using D16 = hn::Rebind<uint16_t, DF>;
+using D8 = hn::Rebind<uint8_t, DF>;
+using DI = hn::RebindToSigned<DF>;
+
+// ---- dequantisation (attention.md §2.4) ----
+
+// The kN values d .. d + kN − 1 of one row (d a multiple of kN). NoPE: the e4m3 value (E ≥ 1: the
+// code's bits rebiased by +120 in the exponent; E = 0: m·2⁻⁹, or ±2⁻⁷·(1 + m/8) with vllm, which
+// is the rebiased form too), times the tile factor `scale[d / 64]` (tile_scale), in vllm rounded
+// to bf16 and +0 for a tile with byte 0. RoPE: the bf16 value widened.
+HWY_INLINE VF DecodeChunk(const uint8_t* data, const uint8_t* bytes, const float* scale, bool vllm,
+                          size_t d) {
+  const DF df;
+  const DU du;
+  if (d >= static_cast<size_t>(kMlaNope)) {
+    uint16_t rope[kN];
+    std::memcpy(rope, data + kMlaNope + 2 * (d - kMlaNope), sizeof rope);  // little-endian host
+    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(D16(), rope))));
+  }
+  const size_t tile = d / kMlaTile;
+  if (vllm && bytes[tile] == 0) return hn::Zero(df);
+  const VU c = hn::PromoteTo(du, hn::LoadU(D8(), data + d));
+  const VU mag = hn::And(c, hn::Set(du, 0x7Fu));
+  VF v = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(du, 120u << 23)));
+  if (!vllm) {
+    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(DI(), mag)), hn::Set(df, 0x1p-9f));
+    v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(du, 8u))), sub, v);
+  }
+  v = hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(c, hn::Set(du, 0x80u)))));
+  v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(du, 0x7Fu))),
+                     SetBits(0x7FC00000u), v);  // NaN codes
+  v = hn::Mul(v, hn::Set(df, scale[tile]));
+  return vllm ? RoundBf16(v) : v;
+}
+
+// Whether the n bf16 values hold a subnormal.
+bool HasSubnormalBf16(const uint16_t* x, size_t n) {
+  const hn::ScalableTag<uint16_t> d16;
+  using V16 = hn::Vec<decltype(d16)>;
+  V16 any = hn::Zero(d16);
+  const V16 exponent = hn::Set(d16, 0x7F80), mantissa = hn::Set(d16, 0x007F);
+  for (size_t i = 0; i < n; i += hn::Lanes(d16)) {
+    const V16 v = hn::LoadU(d16, x + i);
+    const auto sub = hn::And(hn::Eq(hn::And(v, exponent), hn::Zero(d16)),
+                             hn::Ne(hn::And(v, mantissa), hn::Zero(d16)));
+    any = hn::Or(any, hn::VecFromMask(d16, sub));
+  }
+  return !hn::AllTrue(d16, hn::Eq(any, hn::Zero(d16)));
+}
+
+// Whether a row's values are exact normal bf16 numbers (or zero) for the bf16 products.
+bool RowBf16Exact(const uint8_t* data, const uint8_t* bytes, bool vllm) {
+  for (int k = 0; k < kMlaTiles; ++k)
+    if (!((bytes[k] >= 10 && bytes[k] <= 246) || (vllm && bytes[k] == 0))) return false;
+  uint16_t rope[kMlaRope];
+  std::memcpy(rope, data + kMlaNope, sizeof rope);  // little-endian host
+  return !HasSubnormalBf16(rope, kMlaRope);
+}
+
+// Prefetches the cache lines of rows b .. e − 1 (576 data bytes and the scale bytes each) into
+// the second-level cache: a block's rows are fetched while the block before is computed.
+void PrefetchRows(const uint8_t* const* data, const uint8_t* const* scales, int64_t b,
+                  int64_t e) {
+  for (int64_t j = b; j < e; ++j) {
+    for (int64_t o = 0; o < kMlaDataBytes; o += 64) __builtin_prefetch(data[j] + o, 0, 2);
+    __builtin_prefetch(scales[j], 0, 2);
+  }
+}
+
+// Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`), bf16
+// rows (`krows`, zero rows up to a multiple of kRowAlign) and row pairs (`vpairs`, zero pairs up
+// to a multiple of 16 pairs). Returns false when a value is NaN or infinite.
+bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
+                 NopeDecode mode, float* rows, uint16_t* krows, uint32_t* vpairs) {
+  const DF df;
+  const DU du;
+  const bool vllm = mode == NopeDecode::vllm;
+  VU emax = hn::Zero(du);  // the largest exponent field seen
+  for (int64_t i = 0; 2 * i < n; ++i) {
+    const int64_t j = 2 * i;
+    const bool second = j + 1 < n;
+    float scale_a[kMlaTiles], scale_b[kMlaTiles];
+    for (int k = 0; k < kMlaTiles; ++k) {
+      scale_a[k] = tile_scale(scales[j][k], mode);
+      scale_b[k] = second ? tile_scale(scales[j + 1][k], mode) : 0.0f;
+    }
+    for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kN) {
+      const VF a = DecodeChunk(data[j], scales[j], scale_a, vllm, d);
+      const VF vb = second ? DecodeChunk(data[j + 1], scales[j + 1], scale_b, vllm, d)
+                           : hn::Zero(df);
+      const VU ab = hn::BitCast(du, a), bb = hn::BitCast(du, vb);
+      const VU exp_mask = hn::Set(du, 0x7F800000u);
+      emax = hn::Max(emax, hn::Max(hn::And(ab, exp_mask), hn::And(bb, exp_mask)));
+      if (rows) {
+        hn::Store(a, df, rows + j * kMlaDim + d);
+        if (second) hn::Store(vb, df, rows + (j + 1) * kMlaDim + d);
+      }
+      if (krows) {
+        hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(ab)), D16(), krows + j * kMlaDim + d);
+        hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(bb)), D16(),
+                   krows + (j + 1) * kMlaDim + d);
+        hn::Store(hn::Or(hn::ShiftRight<16>(ab), hn::And(bb, hn::Set(du, 0xFFFF0000u))), du,
+                  vpairs + d / 64 * kVpBlock + i * 64 + d % 64);
+      }
+    }
+  }
+  if (krows) {
+    const int64_t rows_end = (n + kRowAlign - 1) / kRowAlign * kRowAlign;
+    const int64_t done = (n + 1) / 2 * 2;  // rows written, the pad row of an odd n included
+    if (rows_end > done)
+      std::memset(krows + done * kMlaDim, 0, static_cast<size_t>((rows_end - done) * kMlaDim) * 2);
+    const int64_t pairs = (n + 1) / 2, pairs_end = (pairs + 15) / 16 * 16;
+    for (int64_t d0 = 0; d0 < kMlaDim; d0 += 64)
+      std::memset(vpairs + d0 / 64 * kVpBlock + pairs * 64, 0,
+                  static_cast<size_t>((pairs_end - pairs) * 64) * sizeof(uint32_t));
+  }
+  return hn::AllFalse(du, hn::Eq(emax, hn::Set(du, 0x7F800000u)));
+}
+
+// ---- the fp32 products ----
+
+// S[j][h] for rows j0 .. j0 + R − 1 and the head group: fma chains over d ascending from +0, q
+// (transposed, qt[d][h]) times the broadcast K[j][d].
+template <size_t R>
+HWY_INLINE void ScoresRows(const float* HWY_RESTRICT rows, const float* HWY_RESTRICT qt,
+                           float* HWY_RESTRICT S) {
+  const DF df;
+  VF acc[R][kHeadVecs];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t v = 0; v < kHeadVecs; ++v) acc[r][v] = hn::Zero(df);
+  for (size_t d = 0; d < static_cast<size_t>(kMlaDim); ++d) {
+    VF q[kHeadVecs];
+    for (size_t v = 0; v < kHeadVecs; ++v) q[v] = hn::Load(df, qt + d * kHeadBlock + v * kN);
+    for (size_t r = 0; r < R; ++r) {
+      const VF k = hn::Set(df, rows[r * kMlaDim + d]);
+      for (size_t v = 0; v < kHeadVecs; ++v) acc[r][v] = hn::MulAdd(q[v], k, acc[r][v]);
+    }
+  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t v = 0; v < kHeadVecs; ++v) hn::Store(acc[r][v], df, S + r * kHeadBlock + v * kN);
+}
+
+void ScoresF32(const float* rows, int64_t n, const float* qt, float* S) {
+  constexpr size_t R = kHeadVecs >= 12 ? 1 : 12 / kHeadVecs;
+  int64_t j = 0;
+  for (; j + static_cast<int64_t>(R) <= n; j += R)
+    ScoresRows<R>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
+  for (; j < n; ++j) ScoresRows<1>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
+}
+
+// acc[h][d] = RN(acc·α[h]), then fma(bf16(p_j), V_j[d], acc) for j ascending; p holds the
+// bf16-rounded probabilities as fp32, p[j][h].
+void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int64_t n,
+               const float* HWY_RESTRICT alpha, float* HWY_RESTRICT acc) {
+  const DF df;
+  constexpr size_t kH = 4, kD = 4;  // register block: 4 heads × 4 vectors of dims
+  for (size_t d0 = 0; d0 < static_cast<size_t>(kMlaDim); d0 += kD * kN)
+    for (size_t h0 = 0; h0 < static_cast<size_t>(kHeadBlock); h0 += kH) {
+      VF c[kH][kD];
+      for (size_t h = 0; h < kH; ++h)
+        for (size_t k = 0; k < kD; ++k)
+          c[h][k] = hn::Mul(hn::Load(df, acc + (h0 + h) * kMlaDim + d0 + k * kN),
+                            hn::Set(df, alpha[h0 + h]));
+      for (int64_t j = 0; j < n; ++j) {
+        VF v[kD];
+        for (size_t k = 0; k < kD; ++k) v[k] = hn::Load(df, rows + j * kMlaDim + d0 + k * kN);
+        for (size_t h = 0; h < kH; ++h) {
+          const VF pj = hn::Set(df, p[j * kHeadBlock + h0 + h]);
+          for (size_t k = 0; k < kD; ++k) c[h][k] = hn::MulAdd(pj, v[k], c[h][k]);
+        }
+      }
+      for (size_t h = 0; h < kH; ++h)
+        for (size_t k = 0; k < kD; ++k)
+          hn::Store(c[h][k], df, acc + (h0 + h) * kMlaDim + d0 + k * kN);
+    }
+}
+
+// ---- the online softmax of one block (attention.md §2.5), heads in the lanes ----
+
+// S holds the n rows of raw dots. Updates m, l, flags non-finite scores in `bad`, writes α, and
+// the probabilities: without `pairs`, into S rounded to bf16 (fp32, p[j][h]); else as bf16 pairs
+// (Pp of attention_kernel.hpp, zero pairs up to a multiple of 16).
+void Softmax(float* S, int64_t n, float scale, float* m, float* l, float* alpha, uint32_t* bad,
+             uint32_t* pairs) {
+  const DF df;
+  const DU du;
+  const VF vscale = hn::Set(df, scale);
+  const VU high = hn::Set(du, 0xFFFF0000u);
+  for (size_t v = 0; v < kHeadVecs; ++v) {
+    const size_t o = v * kN;
+    const VF m_old = hn::Load(df, m + o);
+    VF m_new = m_old;
+    VU nonfinite = hn::Load(du, bad + o);
+    for (int64_t j = 0; j < n; ++j) {
+      const VF s = hn::Mul(hn::Load(df, S + j * kHeadBlock + o), vscale);
+      hn::Store(s, df, S + j * kHeadBlock + o);
+      nonfinite =
+          hn::Or(nonfinite, hn::VecFromMask(du, hn::RebindMask(du, hn::Not(hn::IsFinite(s)))));
+      m_new = hn::Max(m_new, s);
+    }
+    const VF a = ExpLib(hn::Sub(m_old, m_new));
+    VF sum = hn::Zero(df);
+    VU even = hn::Zero(du);  // bf16 bits of p for the even row of the current pair
+    for (int64_t j = 0; j < n; ++j) {
+      float* row = S + j * kHeadBlock + o;
+      const VF p = ExpLib(hn::Sub(hn::Load(df, row), m_new));
+      sum = hn::Add(sum, p);
+      if (!pairs) {
+        hn::Store(RoundBf16(p), df, row);
+      } else if (j % 2 == 0) {
+        even = Bf16Bits(p);
+      } else {
+        hn::Store(hn::Or(hn::ShiftRight<16>(even), hn::And(Bf16Bits(p), high)), du,
+                  pairs + j / 2 * kHeadBlock + o);
+      }
+    }
+    if (pairs) {
+      if (n % 2) hn::Store(hn::ShiftRight<16>(even), du, pairs + n / 2 * kHeadBlock + o);
+      for (int64_t i = (n + 1) / 2; i < (n + 31) / 32 * 16; ++i)
+        hn::Store(hn::Zero(du), du, pairs + i * kHeadBlock + o);
+    }
+    hn::Store(hn::Add(hn::Mul(hn::Load(df, l + o), a), sum), df, l + o);
+    hn::Store(m_new, df, m + o);
+    hn::Store(a, df, alpha + o);
+    hn::Store(nonfinite, du, bad + o);
+  }
+}
+
+// ---- one token ----
+
+// attention.md §2.6 for head h (slot i of its group): the output row and lse.
+void Finish(const SparseMlaAttentionArgs& a, int64_t t, int64_t h, bool nan_row, bool empty,
+            float m, float l, const float* acc) {
+  const DF df;
+  uint16_t* out = a.out.ptr<uint16_t>() + (t * a.H + h) * kMlaDim;
+  float lse;
+  if (nan_row) {
+    for (int d = 0; d < kMlaDim; ++d) out[d] = 0x7FC0;
+    lse = std::numeric_limits<float>::quiet_NaN();
+  } else if (empty) {
+    std::memset(out, 0, kMlaDim * sizeof(uint16_t));
+    lse = std::numeric_limits<float>::infinity();
+  } else {
+    lse = m + static_cast<float>(std::log(static_cast<double>(l)));
+    float f = 1.0f / l;
+    if (a.attn_sink.present())
+      f = f * (1.0f / (1.0f + exp_lib(a.attn_sink.ptr<const float>()[h] - lse)));
+    const VF vf = hn::Set(df, f);
+    for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kN)
+      hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(Bf16Bits(hn::Mul(hn::Load(df, acc + d), vf)))),
+                 D16(), out + d);
+  }
+  if (a.lse.present()) a.lse.ptr<float>()[t * a.H + h] = lse;
+}
+
+// Token t, head groups g0 .. g1 − 1 (heads 32·g0 .. min(H, 32·g1) − 1).
+void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel, int64_t t,
+                 int64_t g0, int64_t g1, AttentionScratch& s) {
+  const int64_t groups = g1 - g0;
+  const size_t heads = static_cast<size_t>(groups * kHeadBlock);
+  float* m = s.m.get(heads);
+  float* l = s.l.get(heads);
+  float* alpha = s.alpha.get(heads);
+  uint32_t* bad = s.bad.get(heads);
+  float* acc = s.acc.get(heads * kMlaDim);
+  float* qt = s.qt.get(heads * kMlaDim);
+  uint32_t* qp = s.qp.get(heads * kDimPairs);
+  float* rows = s.rows.get(kAttentionBlock * kMlaDim);
+  uint16_t* krows = s.krows.get(kAttentionBlock * kMlaDim);
+  uint32_t* vpairs = s.vpairs.get(kMlaDim / 64 * kVpBlock);
+  float* S = s.s.get(kAttentionBlock * kHeadBlock);
+  uint32_t* ppairs = s.ppairs.get(kAttentionBlock / 2 * kHeadBlock);
+  std::fill(m, m + heads, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + heads, 0.0f);
+  std::fill(bad, bad + heads, 0u);
+  std::fill(acc, acc + heads * kMlaDim, 0.0f);
+
+  // §2.2: the valid rows in column order, window then compressed, and the non-empty blocks.
+  const size_t width = static_cast<size_t>(a.Nw + a.Nc);
+  const uint8_t** data = s.data.get(width);
+  const uint8_t** scales = s.scales.get(width);
+  int64_t* blocks = s.blocks.get(width / kAttentionBlock + 4);
+  int64_t total = 0, nblocks = 0;
+  blocks[0] = 0;
+  for (int set = 0; set < 2; ++set) {
+    const TensorView& slots = set == 0 ? a.window_slots : a.compressed_slots;
+    const MlaCache cache(set == 0 ? a.window_cache : a.compressed_cache,
+                         set == 0 ? a.window_block_size : a.compressed_block_size);
+    const IndexReader slot(slots);
+    const int64_t cols = slots.size(1);
+    for (int64_t n0 = 0; n0 < cols; n0 += kAttentionBlock) {
+      for (int64_t c = n0; c < std::min(cols, n0 + kAttentionBlock); ++c) {
+        const int64_t sl = slot(t, c);
+        if (sl < 0) continue;  // -1: no entry
+        data[total] = cache.data(sl);
+        scales[total] = cache.scales(sl);
+        ++total;
+      }
+      if (total > blocks[nblocks]) blocks[++nblocks] = total;  // J empty: no block
+    }
+  }
+
+  // q of the groups: for a kernel, packed in pairs where every value of the group is an exact
+  // normal bf16 (or zero); fp32 transposed on first use by the fp32 products (zero past H).
+  const uint16_t* q = a.q.ptr<const uint16_t>() + t * a.q.stride(0);
+  bool q_exact[kMaxHeadGroups], qt_done[kMaxHeadGroups];
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t h0 = (g0 + g) * kHeadBlock, hn = std::min<int64_t>(kHeadBlock, a.H - h0);
+    qt_done[g] = false;
+    q_exact[g] = kernel != nullptr && !HasSubnormalBf16(q + h0 * kMlaDim, hn * kMlaDim);
+    if (!q_exact[g]) continue;
+    uint32_t* pair = qp + g * kHeadBlock * kDimPairs;
+    for (int64_t p = 0; p < kDimPairs; ++p)
+      for (int64_t i = 0; i < kHeadBlock; ++i) {
+        uint32_t w = 0;
+        if (i < hn) std::memcpy(&w, q + (h0 + i) * kMlaDim + 2 * p, 4);  // q[2p] in the low half
+        pair[p * kHeadBlock + i] = w;
+      }
+  }
+
+  const bool vllm = a.nope_decode == NopeDecode::vllm;
+  bool nan_token = false;
+  if (nblocks > 0) PrefetchRows(data, scales, 0, blocks[1]);
+  for (int64_t b = 0; b < nblocks && !nan_token; ++b) {
+    const int64_t j0 = blocks[b], n = blocks[b + 1] - j0;
+    if (b + 1 < nblocks) PrefetchRows(data, scales, blocks[b + 1], blocks[b + 2]);
+    bool rows_exact = kernel != nullptr;
+    for (int64_t j = j0; j < j0 + n && rows_exact; ++j)
+      rows_exact = RowBf16Exact(data[j], scales[j], vllm);
+    bool any_bf16 = false, any_f32 = false;
+    for (int64_t g = 0; g < groups; ++g) {
+      any_bf16 |= rows_exact && q_exact[g];
+      any_f32 |= !(rows_exact && q_exact[g]);
+    }
+    if (!DecodeBlock(data + j0, scales + j0, n, a.nope_decode, any_f32 ? rows : nullptr,
+                     any_bf16 ? krows : nullptr, vpairs)) {
+      nan_token = true;  // §2.6: every score of the token is non-finite
+      break;
+    }
+    const int64_t pairs = (n + 1) / 2;
+    for (int64_t g = 0; g < groups; ++g) {
+      const size_t o = static_cast<size_t>(g * kHeadBlock);
+      if (rows_exact && q_exact[g]) {
+        kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign, qp + o * kDimPairs, S);
+        Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, ppairs);
+        kernel->values(ppairs, vpairs, pairs, alpha + o, acc + o * kMlaDim);
+        continue;
+      }
+      float* qt_g = qt + o * kMlaDim;
+      if (!qt_done[g]) {
+        qt_done[g] = true;
+        const int64_t h0 = (g0 + g) * kHeadBlock;
+        for (int64_t i = 0; i < kHeadBlock; ++i)
+          for (int d = 0; d < kMlaDim; ++d)
+            qt_g[d * kHeadBlock + i] = h0 + i < a.H ? bf16_to_f32(q[(h0 + i) * kMlaDim + d]) : 0.0f;
+      }
+      ScoresF32(rows, n, qt_g, S);
+      Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, nullptr);
+      ValuesF32(S, rows, n, alpha + o, acc + o * kMlaDim);
+    }
+  }
+
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t i = 0; i < kHeadBlock; ++i) {
+      const int64_t h = (g0 + g) * kHeadBlock + i;
+      if (h >= a.H) break;
+      const size_t k = static_cast<size_t>(g * kHeadBlock + i);
+      Finish(a, t, h, nan_token || bad[k] != 0, total == 0, m[k], l[k], acc + k * kMlaDim);
+    }
+}
+
+}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "optimized/parallel.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+HWY_EXPORT(AttendToken);
+
+void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
+                   const AttentionKernel* kernel) {
+  if (a.T == 0 || a.H == 0) return;
+  const int64_t groups = (a.H + kHeadBlock - 1) / kHeadBlock, items = a.T * groups;
+  // About 2 MFLOP per thread at least: small calls stay on the calling thread.
+  const double flops = 2048.0 * static_cast<double>(a.T * a.H * (a.Nw + a.Nc));
+  const int threads = ctx.num_threads > 0 ? ctx.num_threads
+                      : flops >= 4e6          ? thread_count(ctx)
+                                              : 1;
+  const int64_t workers = std::min<int64_t>(threads, items);
+  const auto attend = HWY_DYNAMIC_DISPATCH(AttendToken);
+  parallel_for(workers, static_cast<int>(workers), [&](int64_t w) {
+    thread_local AttentionScratch scratch;
+    if (kernel && kernel->thread_begin) kernel->thread_begin();
+    // Items i0 .. i1 − 1, item i = (token i / groups, head group i % groups).
+    const int64_t i0 = items * w / workers, i1 = items * (w + 1) / workers;
+    for (int64_t i = i0; i < i1;) {
+      const int64_t t = i / groups, g0 = i % groups;
+      const int64_t g1 = std::min(groups, g0 + (i1 - i));
+      for (int64_t g = g0; g < g1; g += kMaxHeadGroups)
+        attend(a, kernel, t, g, std::min(g1, g + kMaxHeadGroups), scratch);
+      i += g1 - g0;
+    }
+    if (kernel && kernel->thread_end) kernel->thread_end();
+  });
+}
+
+void sparse_mla_attention_hwy(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
+  run_attention(a, ctx, nullptr);
+}
+void sparse_mla_attention_avx512bf16(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
+  run_attention(a, ctx, &avx512bf16_attention_kernel());
+}
+void sparse_mla_attention_amx(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
+  run_attention(a, ctx, &amx_attention_kernel());
+}
+
+}  // namespace dsv4cpu::detail::opt
+#endif  // HWY_ONCE

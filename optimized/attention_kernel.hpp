@@ -1,0 +1,55 @@
+// The optimized machinery of sparse_mla_attention (attention.md §2) shared by its variants. The
+// driver (optimized/attention_hwy.cpp, Highway) gathers and dequantises every 128-column block of a
+// token's valid rows once for all heads, runs the online softmax of §2.5 with the vector exp_lib
+// and finalises §2.6; per block and group of kHeadBlock heads, the two matrix products
+// (scores [heads, 512] × [512, rows], values [heads, rows] × [rows, 512]) run in fp32 (Highway, on
+// every target) or through an AttentionKernel on bf16 operands (AVX-512-BF16, AMX) where those are
+// exact (see attention_hwy.cpp). Every (token, head) is computed by the same operations whatever
+// thread runs it, so results do not depend on the thread count (numerics.md §11.9).
+#pragma once
+#include <cstdint>
+
+#include "args/attention.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+inline constexpr int64_t kHeadBlock = 32;  // heads per unit of work: two groups of 16
+inline constexpr int64_t kDimPairs = 256;  // the 512 dims as bf16 pairs
+// Rows of a block in the bf16 layouts are padded with zero rows to a multiple of this.
+inline constexpr int64_t kRowAlign = 16;
+inline constexpr int64_t kVpBlock = kAttentionBlock / 2 * 64;  // words per 64 dims of Vp
+
+// The bf16 matrix products of one block for one group of kHeadBlock heads. Layouts (bf16 values
+// as their 16-bit patterns, a pair as one 32-bit word with the first value in the low half):
+//   K   rows × 512 bf16, row-major: the block's rows (zero rows past the valid ones);
+//   Qp  kDimPairs × kHeadBlock words: word p·kHeadBlock + h is the pair (q[h][2p], q[h][2p + 1]);
+//   Vp  8 blocks of 64 dims, each 64 pairs × 64 words (kept apart so that a product over 64 dims
+//       reads one contiguous 16 KB): word (d / 64)·kVpBlock + i·64 + d % 64 is the pair
+//       (V[2i][d], V[2i + 1][d]);
+//   Pp  pairs × kHeadBlock words: word i·kHeadBlock + h is the pair (P[h][2i], P[h][2i + 1]) of
+//       the bf16-rounded probabilities.
+// Vp and Pp hold zero pairs from `pairs` up to a multiple of 16 pairs.
+// Both instructions treat bf16 subnormal inputs as zero and flush subnormal results (numerics.md
+// §9); the driver gives them only exact normal bf16 operands.
+struct AttentionKernel {
+  // S[j·kHeadBlock + h] = Σ_d K[j][d]·q[h][d] for j < rows (a multiple of kRowAlign).
+  void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S);
+  // acc[h·512 + d] = RN(acc[h·512 + d]·alpha[h]), then += Σ_{j < 2·pairs} P[h][j]·V[j][d].
+  void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
+                 float* acc);
+  // Per-thread set-up and tear-down around a run of calls (AMX tile configuration); may be null.
+  void (*thread_begin)();
+  void (*thread_end)();
+};
+
+// The bf16 kernels (optimized/attention_avx512bf16.cpp, attention_amx.cpp).
+const AttentionKernel& avx512bf16_attention_kernel();
+const AttentionKernel& amx_attention_kernel();
+
+// sparse_mla_attention with the fp32 products on every block (kernel = nullptr: the "hwy"
+// variant), or with `kernel` on every block whose bf16 operands are exact and the fp32 products on
+// the others.
+void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
+                   const AttentionKernel* kernel);
+
+}  // namespace dsv4cpu::detail::opt

@@ -1,0 +1,403 @@
+// Properties of the attention ops (attention.md) for every registered variant, on every Highway
+// target and fixed ISA of the registry:
+//   sparse_mla_attention        within numerics.md §11.8 of the reference (testing/attention.hpp),
+//                               zero rows and NaN rows exact, lse likewise; the same bytes with 1,
+//                               2 and 8 threads. Layers: SWA-only, C4A with 512 selected entries
+//                               in random and in identity order, C128A (Pc = 2) with sets over
+//                               several 128-column blocks; -1 and repeated slots, padded pages,
+//                               head-padded q, sinks with -inf heads, NaN codes, scale bytes 0,
+//                               255 and outside [10, 246], subnormal q and RoPE values (the bf16
+//                               variants then take their fp32 path), both decode modes.
+//   fused_qnorm_rope_kv_insert  the reference's bytes in q_out and in every cache byte (or the
+//                               same error), both clamp rules and both fp8_subnormals modes, with
+//                               1 and 2 threads.
+// Each fixed ISA is its own test (<Suite>.Amx..., <Suite>.Avx512bf16...), skipped where this
+// machine lacks it and failing where it is required (testing::isa_required).
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dsv4cpu/attention.hpp"
+#include "dsv4cpu/numerics.hpp"
+#include "generators.hpp"
+#include "prop_util.hpp"
+#include "testing/attention.hpp"
+
+namespace dsv4cpu::prop {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// ---- sparse_mla_attention ----
+
+// A paged fp8_ds_mla cache: `pages` pages of P entries and `pad` garbage bytes, page stride
+// 8 bytes more. Every byte starts as garbage; entries are written by put().
+struct Pages {
+  int64_t pages = 0, P = 1, page_bytes = 0, stride = 0;
+  std::vector<uint8_t> bytes;
+  Pages(int64_t pages_, int64_t P_, int64_t pad, std::mt19937_64& rng)
+      : pages(pages_), P(P_), page_bytes(P_ * 584 + pad), stride(P_ * 584 + pad + 8),
+        bytes(static_cast<size_t>(std::max<int64_t>(pages_ * stride, 1))) {
+    fill_garbage(rng, bytes.data(), bytes.size());
+  }
+  int64_t entries() const { return pages * P; }
+  uint8_t* data(int64_t slot) { return &bytes[size_t((slot / P) * stride + (slot % P) * 576)]; }
+  uint8_t* scales(int64_t slot) {
+    return &bytes[size_t((slot / P) * stride + P * 576 + (slot % P) * 8)];
+  }
+  TensorView view() const {
+    return TensorView(bytes.data(), DType::U8, {pages, page_bytes}, {stride, 1});
+  }
+};
+
+// How entry and query values are drawn.
+struct Values {
+  int q_exp = 0;            // q ~ N(0, 1)·2^q_exp
+  bool edge_bytes = false;  // some tiles with scale bytes 0, 3 or 9 (finite, not bf16-exact)
+  int nonfinite_one_in = 0; // entries with a NaN code, a scale byte 255 or a tile of byte 247
+                            // whose codes all overflow: about one in this many (0: none)
+  bool subnormals = false;  // some bf16 subnormal RoPE values and q values
+};
+std::ostream& operator<<(std::ostream& os, const Values& v) {
+  return os << "Values{q_exp=" << v.q_exp << ", edge_bytes=" << v.edge_bytes
+            << ", nonfinite_one_in=" << v.nonfinite_one_in << ", subnormals=" << v.subnormals
+            << "}";
+}
+
+// Writes a random entry: finite codes, scale bytes around 2^0, RoPE values ~ N(0, 1); the edge
+// cases of `v`.
+void put_entry(Pages& c, int64_t slot, const Values& v, std::mt19937_64& rng) {
+  uint8_t* data = c.data(slot);
+  uint8_t* scales = c.scales(slot);
+  for (int q = 0; q < 7; ++q) {
+    scales[q] = static_cast<uint8_t>(118 + rng() % 12);
+    if (v.edge_bytes && rng() % 32 == 0) scales[q] = std::array<uint8_t, 3>{0, 3, 9}[rng() % 3];
+    for (int d = 0; d < 64; ++d) data[q * 64 + d] = testing::random_code(rng);
+  }
+  scales[7] = 0;
+  std::normal_distribution<float> normal;
+  for (int k = 0; k < 64; ++k) {
+    uint16_t h = to_bf16(normal(rng));
+    if (v.subnormals && rng() % 16 == 0) h = static_cast<uint16_t>((rng() & 0x807F) | 1);
+    std::memcpy(data + 448 + 2 * k, &h, 2);
+  }
+  if (v.nonfinite_one_in == 0 || rng() % static_cast<uint64_t>(v.nonfinite_one_in) != 0) return;
+  const int q = static_cast<int>(rng() % 7);
+  switch (rng() % 3) {
+    case 0:  // a NaN code (a +0 tile in vllm mode when its byte is 0)
+      data[q * 64 + rng() % 64] = (rng() & 1) ? 0x7F : 0xFF;
+      break;
+    case 1:
+      scales[q] = 255;
+      break;
+    default:  // 2^120 times codes of magnitude >= 256: ±inf in both modes
+      scales[q] = 247;
+      for (int d = 0; d < 64; ++d) data[q * 64 + d] = static_cast<uint8_t>(0x78 | (rng() & 0x87));
+  }
+}
+
+enum class Layer { swa, c4a_random, c4a_identity, c128a };
+std::ostream& operator<<(std::ostream& os, Layer k) {
+  static const char* const kNames[] = {"swa", "c4a_random", "c4a_identity", "c128a"};
+  return os << kNames[static_cast<int>(k)];
+}
+
+struct AttentionCase {
+  Layer layer = Layer::swa;
+  int64_t T = 1, H = 16, Hs = 16;  // Hs >= H heads per token in q's storage
+  int64_t Nw = 128, Pw = 64, Nc = 0, Pc = 64, Pc_pages = 0, pad = 0;
+  int invalid_one_in = 0;  // slots -1 with probability about 1 / invalid_one_in
+  bool repeats = false;    // window slots drawn with repetition
+  bool sink = false, want_lse = true;
+  NopeDecode mode = NopeDecode::exact;
+  DType slot_dtype = DType::I64;
+  Values values;
+  Seed seed;
+};
+std::ostream& operator<<(std::ostream& os, const AttentionCase& c) {
+  return os << "AttentionCase{" << c.layer << ", T=" << c.T << ", H=" << c.H << ", Hs=" << c.Hs
+            << ", Nw=" << c.Nw << ", Pw=" << c.Pw << ", Nc=" << c.Nc << ", Pc=" << c.Pc
+            << ", Pc_pages=" << c.Pc_pages << ", pad=" << c.pad
+            << ", invalid_one_in=" << c.invalid_one_in << ", repeats=" << c.repeats
+            << ", sink=" << c.sink << ", lse=" << c.want_lse
+            << ", mode=" << (c.mode == NopeDecode::exact ? "exact" : "vllm") << ", "
+            << dtype_name(c.slot_dtype) << ", " << c.values << ", " << c.seed << "}";
+}
+
+rc::Gen<AttentionCase> gen_attention_case() {
+  return rc::gen::exec([] {
+    AttentionCase c;
+    c.layer = *rc::gen::element(Layer::swa, Layer::c4a_random, Layer::c4a_identity, Layer::c128a);
+    c.T = *rc::gen::weightedElement<int64_t>({{4, 1}, {3, 2}, {1, 3}, {1, 0}});
+    c.H = *rc::gen::weightedElement<int64_t>({{3, 16}, {2, 64}, {1, 1}, {1, 5}, {1, 33}});
+    c.Hs = c.H + *rc::gen::weightedElement<int64_t>({{3, 0}, {1, 1}, {1, 3}});
+    c.Nw = *rc::gen::weightedElement<int64_t>({{4, 128}, {1, 1}, {1, 40}, {1, 130}});
+    c.Pw = *rc::gen::element<int64_t>(64, 16, 5);
+    switch (c.layer) {
+      case Layer::swa:
+        c.Nc = *rc::gen::weightedElement<int64_t>({{3, 0}, {1, 3}});
+        c.Pc = 64;
+        c.Pc_pages = *rc::gen::inRange<int64_t>(0, 2);  // Nc > 0 with no page: every slot -1
+        break;
+      case Layer::c4a_random:
+      case Layer::c4a_identity:
+        c.Nc = 512;
+        c.Pc = 64;
+        c.Pc_pages = *rc::gen::inRange<int64_t>(8, 12);
+        break;
+      case Layer::c128a:
+        c.Nc = *rc::gen::inRange<int64_t>(129, 400);  // several 128-column blocks
+        c.Pc = 2;
+        c.Pc_pages = *rc::gen::inRange<int64_t>(60, 220);
+        break;
+    }
+    c.pad = *gen_pad(70);
+    c.invalid_one_in = *rc::gen::weightedElement<int>({{3, 0}, {2, 5}, {1, 1}});
+    c.repeats = *rc::gen::arbitrary<bool>();
+    c.sink = *rc::gen::arbitrary<bool>();
+    c.want_lse = *rc::gen::weightedElement<bool>({{3, true}, {1, false}});
+    c.mode = *rc::gen::element(NopeDecode::exact, NopeDecode::vllm);
+    c.slot_dtype = *gen_index_dtype();
+    c.values.q_exp = *rc::gen::weightedElement<int>({{4, -4}, {2, 0}, {1, -12}, {1, 2}});
+    c.values.edge_bytes = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+    c.values.nonfinite_one_in = *rc::gen::weightedElement<int>({{4, 0}, {1, 2000}, {1, 100}});
+    c.values.subnormals = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+    c.seed = *gen_seed();
+    return c;
+  });
+}
+
+// The slots of one set for T tokens: `cols` columns into `entries` entries.
+std::vector<int64_t> draw_set(std::mt19937_64& rng, const AttentionCase& c, int64_t cols,
+                              int64_t entries, bool compressed) {
+  std::vector<int64_t> out;
+  std::vector<int64_t> pool(static_cast<size_t>(entries));
+  for (int64_t t = 0; t < c.T; ++t) {
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    for (int64_t k = 0; k < cols; ++k) {
+      int64_t s = -1;
+      if (entries > 0) {
+        if (compressed && c.layer == Layer::c4a_identity)
+          s = k < entries ? k : -1;  // the indexer's identity rows: entries 0, 1, 2, ...
+        else if (!compressed && c.repeats)
+          s = static_cast<int64_t>(rng() % static_cast<uint64_t>(entries));
+        else
+          s = pool[static_cast<size_t>(k) % pool.size()];
+      }
+      if (c.invalid_one_in > 0 && rng() % static_cast<uint64_t>(c.invalid_one_in) == 0) s = -1;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+void attention_property(const testing::Plan& plan) {
+  const AttentionCase c = *gen_attention_case();
+  std::mt19937_64 rng(c.seed.value);
+  const int64_t T = c.T, H = c.H;
+  Pages window((c.Nw + c.Pw - 1) / c.Pw + 1, c.Pw, c.pad, rng);
+  Pages compressed(c.Pc_pages, c.Pc, c.pad, rng);
+  for (int64_t s = 0; s < window.entries(); ++s) put_entry(window, s, c.values, rng);
+  for (int64_t s = 0; s < compressed.entries(); ++s) put_entry(compressed, s, c.values, rng);
+  const IndexArray wslots(draw_set(rng, c, c.Nw, window.entries(), false), c.slot_dtype, T, c.Nw,
+                          0, rng());
+  const IndexArray cslots(draw_set(rng, c, c.Nc, compressed.entries(), true), c.slot_dtype, T,
+                          c.Nc, 0, rng());
+  // q: heads >= H hold garbage (NaNs included), outside the view.
+  std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(T * c.Hs * 512, 1)));
+  fill_garbage(rng, q.data(), q.size() * 2);
+  std::normal_distribution<float> normal;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      uint16_t* row = &q[static_cast<size_t>((t * c.Hs + h) * 512)];
+      for (int d = 0; d < 512; ++d) row[d] = to_bf16(std::ldexp(normal(rng), c.values.q_exp));
+      if (c.values.subnormals && rng() % 4 == 0) row[rng() % 512] = 0x8003;
+    }
+  std::vector<float> sink(static_cast<size_t>(std::max<int64_t>(H, 1)));
+  for (float& x : sink) x = rng() % 3 == 0 ? -kInf : normal(rng);
+  const TensorView qv(q.data(), DType::BF16, {T, H, 512}, {c.Hs * 512, 512, 1});
+  const TensorView sink_v = c.sink ? TensorView(sink.data(), DType::F32, {H}) : TensorView();
+
+  const size_t n_out = static_cast<size_t>(std::max<int64_t>(T * H * 512, 1));
+  const size_t n_lse = static_cast<size_t>(std::max<int64_t>(T * H, 1));
+  auto call = [&](const Options& o, std::vector<uint16_t>& out, std::vector<float>& lse) {
+    out.assign(n_out, 0xA5A5);  // sentinels: every value must be written
+    lse.assign(n_lse, f32_from_bits(0xA5A5A5A5u));
+    sparse_mla_attention(qv, window.view(), c.Pw, wslots.view(), compressed.view(), c.Pc,
+                         cslots.view(), sink_v, kAttentionScale, c.mode,
+                         MutableTensorView(out.data(), DType::BF16, {T, H, 512}),
+                         c.want_lse ? MutableTensorView(lse.data(), DType::F32, {T, H})
+                                    : MutableTensorView(),
+                         o);
+  };
+  std::vector<uint16_t> ref_out;
+  std::vector<float> ref_lse;
+  call(reference(), ref_out, ref_lse);
+  const testing::AttentionInputs in{qv,     window.view(),     c.Pw, wslots.view(),
+                                    compressed.view(), c.Pc, cslots.view(), sink_v,
+                                    kAttentionScale, c.mode};
+  const testing::AttentionBound bound = testing::attention_bound(in);
+  int nan_rows = 0, zero_rows = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    nan_rows += ref_out[size_t(t * H * 512)] == 0x7FC0;
+    zero_rows += bound.empty[size_t(t)];
+  }
+  RC_TAG(nan_rows > 0 ? "NaN rows" : zero_rows > 0 ? "zero rows" : "finite rows");
+
+  std::map<std::string, std::pair<std::vector<uint16_t>, std::vector<float>>> first;
+  testing::for_each(testing::runs("sparse_mla_attention", plan), [&](const testing::Run& run) {
+    const std::string label = run.label();
+    std::vector<uint16_t> out;
+    std::vector<float> lse;
+    call(run.options(), out, lse);
+    if (T * H > 0) {
+      std::string v = testing::attention_out_violation(bound, out.data(), ref_out.data());
+      if (v.empty() && c.want_lse)
+        v = testing::attention_lse_violation(bound, lse.data(), ref_lse.data());
+      if (!v.empty()) RC_FAIL(label + ": " + v);
+    }
+    // The same bytes for every thread count (the 1-thread run comes first).
+    const std::string key = run.variant.name + ":" + run.target;
+    if (run.threads == 1) {
+      first[key] = {out, lse};
+      return;
+    }
+    assert_same_bytes(out, first[key].first, label + " out vs 1 thread");
+    if (c.want_lse) assert_same_bytes(lse, first[key].second, label + " lse vs 1 thread");
+  });
+}
+
+// Every optimized variant on every target, with 1, 2 and 8 threads.
+const testing::Plan kAttentionRuns{false, std::nullopt, true, {1, 2, 8}};
+const bool kAttention = register_property("SparseMlaAttention", "WithinToleranceOfReference",
+                                          "sparse_mla_attention", kAttentionRuns,
+                                          attention_property);
+
+// ---- fused_qnorm_rope_kv_insert ----
+
+struct InsertCase {
+  int64_t T = 1, Hq = 4, Hpad = 4, T_ins = 1, R = 8, P = 64, pages = 1, pad = 0;
+  int invalid_one_in = 4;
+  int q_exp = 0, kv_exp = 0;  // q, kv ~ N(0, 1)·2^exp, kv tiles with a few outliers
+  double eps = 1e-6;
+  bool overflow = false;      // a table row of huge values: a rotated value overflows
+  ScaleClamp clamp = ScaleClamp::cpu;
+  Fp8Subnormals subnormals = Fp8Subnormals::exact;
+  DType dtype = DType::I64;
+  Seed seed;
+};
+std::ostream& operator<<(std::ostream& os, const InsertCase& c) {
+  return os << "InsertCase{T=" << c.T << ", Hq=" << c.Hq << ", Hpad=" << c.Hpad
+            << ", T_ins=" << c.T_ins << ", R=" << c.R << ", P=" << c.P << ", pages=" << c.pages
+            << ", pad=" << c.pad << ", invalid_one_in=" << c.invalid_one_in
+            << ", q_exp=" << c.q_exp << ", kv_exp=" << c.kv_exp << ", eps=" << c.eps
+            << ", overflow=" << c.overflow
+            << ", clamp=" << (c.clamp == ScaleClamp::cpu ? "cpu" : "gpu")
+            << ", subnormals=" << (c.subnormals == Fp8Subnormals::exact ? "exact" : "flush")
+            << ", " << dtype_name(c.dtype) << ", " << c.seed << "}";
+}
+
+rc::Gen<InsertCase> gen_insert_case() {
+  return rc::gen::exec([] {
+    InsertCase c;
+    c.T = *rc::gen::inRange<int64_t>(0, 9);
+    c.T_ins = *rc::gen::inRange<int64_t>(0, c.T + 1);
+    c.Hq = *rc::gen::weightedElement<int64_t>({{3, 4}, {1, 0}, {1, 1}, {1, 16}});
+    c.Hpad = c.Hq + *rc::gen::inRange<int64_t>(0, 3);
+    c.R = *rc::gen::inRange<int64_t>(1, 30);
+    c.P = *rc::gen::element<int64_t>(64, 4, 3);
+    c.pages = (c.T_ins + c.P - 1) / c.P + *rc::gen::inRange<int64_t>(0, 3);
+    c.pad = *gen_pad(40);
+    c.invalid_one_in = *rc::gen::element(0, 3);
+    c.q_exp = *rc::gen::weightedElement<int>({{4, 0}, {1, -60}, {1, 40}});
+    c.kv_exp = *rc::gen::weightedElement<int>({{4, 0}, {1, -100}, {1, -130}, {1, 60}});
+    c.eps = *rc::gen::element(1e-6, 0.0, 1e-30);
+    c.overflow = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    c.clamp = *rc::gen::element(ScaleClamp::cpu, ScaleClamp::gpu);
+    c.subnormals = *rc::gen::element(Fp8Subnormals::exact, Fp8Subnormals::flush);
+    c.dtype = *gen_index_dtype();
+    c.seed = *gen_seed();
+    return c;
+  });
+}
+
+void insert_property(const testing::Plan& plan) {
+  const InsertCase c = *gen_insert_case();
+  std::mt19937_64 rng(c.seed.value);
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(c.T * c.Hq * 512, 1)));
+  std::vector<uint16_t> kv(static_cast<size_t>(std::max<int64_t>(c.T_ins * 512, 1)));
+  for (auto& x : q) x = to_bf16(std::ldexp(normal(rng), c.q_exp));
+  for (auto& x : kv) {
+    // Mostly small values with a few outliers per tile: codes from subnormal to 448.
+    const float scale = rng() % 16 == 0 ? 64.0f : 1.0f;
+    x = to_bf16(std::ldexp(normal(rng) * scale, c.kv_exp));
+  }
+  std::vector<float> table(static_cast<size_t>(c.R * 64));
+  for (int64_t r = 0; r < c.R; ++r)
+    for (int i = 0; i < 32; ++i) {
+      const float angle = std::uniform_real_distribution<float>(-3.2f, 3.2f)(rng);
+      table[size_t(r * 64 + i)] = std::cos(angle);
+      table[size_t(r * 64 + 32 + i)] = std::sin(angle);
+    }
+  std::vector<int64_t> positions;
+  for (int64_t t = 0; t < c.T; ++t)
+    positions.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.R)));
+  if (c.overflow && c.T > 0)
+    for (int i = 0; i < 32; ++i) table[size_t(positions[rng() % size_t(c.T)] * 64 + i)] = 3e38f;
+  const std::vector<int64_t> slots = draw_slots(rng, c.T_ins, c.pages * c.P, c.invalid_one_in);
+  const IndexArray pos_a(positions, c.dtype, c.T, kVector, 0, rng());
+  const IndexArray slot_a(slots, c.dtype, c.T_ins, kVector, 0, rng());
+  const int64_t stride = c.P * 584 + c.pad;
+  std::vector<uint8_t> cache0(static_cast<size_t>(std::max<int64_t>(c.pages * stride, 1)));
+  fill_garbage(rng, cache0.data(), cache0.size());
+
+  struct Result {
+    Outcome outcome;
+    std::vector<uint16_t> q_out;
+    std::vector<uint8_t> cache;
+  };
+  auto call = [&](const Options& o) {
+    Result r;
+    r.q_out.assign(static_cast<size_t>(std::max<int64_t>(c.T * c.Hpad * 512, 1)), 0xA5A5);
+    r.cache = cache0;
+    r.outcome = capture([&] {
+      fused_qnorm_rope_kv_insert(
+          TensorView(q.data(), DType::BF16, {c.T, c.Hq, 512}),
+          TensorView(kv.data(), DType::BF16, {c.T_ins, 512}), pos_a.view(), slot_a.view(),
+          MutableTensorView(r.cache.data(), DType::U8, {c.pages, stride}),
+          TensorView(table.data(), DType::F32, {c.R, 64}), c.Hpad, c.eps, c.P, c.clamp,
+          c.subnormals, MutableTensorView(r.q_out.data(), DType::BF16, {c.T, c.Hpad, 512}), o);
+    });
+    return r;
+  };
+  const Result ref = call(reference());
+  RC_TAG(ref.outcome.kind.empty() ? "written" : ref.outcome.kind);
+  testing::for_each(testing::runs("fused_qnorm_rope_kv_insert", plan),
+                    [&](const testing::Run& run) {
+                      const std::string label = run.label();
+                      const Result r = call(run.options());
+                      RC_ASSERT(r.outcome == ref.outcome);
+                      assert_same_bytes(r.q_out, ref.q_out, label + " q_out");
+                      assert_same_bytes(r.cache, ref.cache, label + " swa_cache");
+                    });
+}
+
+const testing::Plan kInsertRuns{false, std::nullopt, true, {1, 2}};
+const bool kInsert = register_property("FusedQnormRopeKvInsert", "EqualsReference",
+                                       "fused_qnorm_rope_kv_insert", kInsertRuns,
+                                       insert_property);
+
+}  // namespace
+}  // namespace dsv4cpu::prop

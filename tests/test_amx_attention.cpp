@@ -1,0 +1,147 @@
+// The AMX attention products without AMX: the tile programs of optimized/attention_amx.hpp (the
+// A and B layouts, the tile configuration, the probability transposition, the row steps) run
+// here on the scalar model of TDPBF16PS inside the optimized driver, and must stay within
+// numerics.md §11.8 of the reference, with zero and NaN rows exact. The real kernel runs through
+// the registry (the Amx property tests) only where the CPU and OS offer AMX.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "args/attention.hpp"
+#include "dsv4cpu/attention.hpp"
+#include "optimized/attention_amx.hpp"
+#include "optimized/attention_kernel.hpp"
+#include "test_amx_model.hpp"
+#include "test_attention_util.hpp"
+#include "testing/attention.hpp"
+
+namespace dsv4cpu {
+namespace {
+
+namespace opt = detail::opt;
+using test::AttentionCase;
+using test::EmulatedTiles;
+using test::MlaPages;
+
+// The emulated kernel: one tile unit per thread.
+EmulatedTiles& tiles() {
+  thread_local EmulatedTiles t;
+  return t;
+}
+void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
+  opt::amx_scores(tiles(), K, rows, Qp, S);
+}
+void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
+                  float* acc) {
+  opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc);
+}
+const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, nullptr};
+
+// Runs the driver with the emulated kernel on the case's views (validated by a reference call
+// of the public op first).
+void run_model(AttentionCase& c, int threads) {
+  c.clear_outputs();
+  const AttentionCase::Views v = c.views();
+  detail::SparseMlaAttentionArgs a{v.q, v.window_cache, c.window.P, v.window_slots,
+                                   v.compressed_cache, c.compressed.P, v.compressed_slots,
+                                   v.attn_sink, c.scale, c.mode, v.out, v.lse};
+  a.T = c.T;
+  a.H = c.H;
+  a.Nw = c.Nw;
+  a.Nc = c.Nc;
+  opt::run_attention(a, detail::RunContext{true, threads}, &kModel);
+}
+
+TEST(AmxAttentionModel, TileShapesMatchTheConfiguration) {
+  const opt::TileConfig cfg = opt::amx_tile_config();
+  // scores: A = 16 rows × 32 dims, B = 16 dim pairs × 16 heads, C = 16 rows × 16 heads;
+  // values: A = 16 heads × 32 rows, B = 16 row pairs × 16 dims, C = 16 heads × 16 dims.
+  EXPECT_EQ(cfg.colsb[opt::kTileA] / 2, 32);
+  EXPECT_EQ(cfg.rows[opt::kTileB], 16);
+  EXPECT_EQ(cfg.colsb[opt::kTileB] / 4, 16);
+  EXPECT_EQ(opt::kDimSteps * 32, 512);
+  EXPECT_EQ(opt::kHeadBlock, 2 * 16);  // two C tiles of heads per scores step
+}
+
+TEST(AmxAttentionModel, ScoresAndValuesByHand) {
+  // Rows j: K[j][d] = 1 for d = j, else 0 (16 rows); q[h][d] = h + 1 for d = 2h, 2h + 1.
+  std::vector<uint16_t> K(16 * 512, 0);
+  for (int j = 0; j < 16; ++j) K[j * 512 + j] = 0x3F80;
+  std::vector<uint32_t> Qp(opt::kDimPairs * opt::kHeadBlock, 0);
+  for (int h = 0; h < 32; ++h) {
+    const uint32_t v = to_bf16(static_cast<float>(h + 1));
+    Qp[h * opt::kHeadBlock + h] = v | (v << 16);  // pair h = dims 2h, 2h + 1
+  }
+  std::vector<float> S(16 * opt::kHeadBlock, -1.0f);
+  EmulatedTiles t;
+  opt::amx_scores(t, K.data(), 16, Qp.data(), S.data());
+  for (int j = 0; j < 16; ++j)
+    for (int h = 0; h < 32; ++h)
+      ASSERT_EQ(S[j * 32 + h], j / 2 == h ? static_cast<float>(h + 1) : 0.0f) << j << " " << h;
+  EXPECT_EQ(t.dots, 16 * 2);
+  // Values: P[h][j] = 1 for j = h (one pair per head), V[j][d] = j + d / 64 for 40 rows; acc
+  // starts at 2 and α = 0.5: acc = 1 + V[h][d] for heads h < 32... rows beyond 40 are zero.
+  std::vector<uint32_t> Pp(32 * opt::kHeadBlock, 0);
+  for (int h = 0; h < 32; ++h) Pp[(h / 2) * opt::kHeadBlock + h] = h % 2 ? 0x3F800000u : 0x3F80u;
+  std::vector<uint32_t> Vp(8 * opt::kVpBlock, 0);
+  for (int j = 0; j < 40; ++j)
+    for (int d = 0; d < 512; ++d) {
+      const uint32_t v = to_bf16(static_cast<float>(j + d / 64));
+      Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
+    }
+  std::vector<float> acc(32 * 512, 2.0f), alpha(32, 0.5f);
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data());
+  for (int h = 0; h < 32; ++h)
+    for (int d = 0; d < 512; ++d)
+      ASSERT_EQ(acc[h * 512 + d], 1.0f + static_cast<float>(h + d / 64)) << h << " " << d;
+}
+
+// A random case: T tokens over a window and a compressed set spanning several blocks, with -1
+// and repeated slots, a sink, a NaN entry for token 1 and a row with a scale byte outside
+// [10, 246] (the fp32 products for its block).
+AttentionCase random_case(uint64_t seed, NopeDecode mode) {
+  std::mt19937_64 rng(seed);
+  AttentionCase c(3, 40, MlaPages(3, 64), 150, MlaPages(140, 2, 24), 200, 42);
+  for (int64_t s = 0; s < 3 * 64; ++s) c.window.put_random(s, rng);
+  for (int64_t s = 0; s < 280; ++s) c.compressed.put_random(s, rng);
+  c.window.bytes[static_cast<size_t>(c.window.scales_at(7) + 2)] = 5;
+  c.window.bytes[static_cast<size_t>(c.window.data_at(9) + 3)] = 0x7F;
+  std::uniform_int_distribution<int64_t> w(0, 3 * 64 - 1), k(0, 279);
+  for (int64_t t = 0; t < c.T; ++t) {
+    for (int64_t i = 0; i < c.Nw; ++i) c.wslot(t, i) = i % 7 == 3 ? -1 : w(rng);
+    for (int64_t i = 0; i < c.Nc; ++i) c.cslot(t, i) = i % 5 == 1 ? -1 : k(rng);
+    c.wslot(t, 0) = t == 1 ? 9 : 7;  // token 1: the NaN code; tokens 0, 2: the byte 5
+  }
+  c.random_q(rng, 0.05f);
+  c.sink.assign(40, 0.25f);
+  c.sink[3] = -std::numeric_limits<float>::infinity();
+  c.mode = mode;
+  return c;
+}
+
+TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {
+  for (NopeDecode mode : {NopeDecode::exact, NopeDecode::vllm}) {
+    AttentionCase ref = random_case(5, mode);
+    Options o;
+    o.impl = Impl::reference;
+    ref.run(o);
+    for (int threads : {1, 2}) {
+      AttentionCase c = random_case(5, mode);
+      tiles().dots = 0;
+      run_model(c, threads);
+      if (threads == 1) {
+        EXPECT_GT(tiles().dots, 0);
+      }
+      const testing::AttentionBound bound = testing::attention_bound(c.inputs());
+      EXPECT_EQ(testing::attention_out_violation(bound, c.out.data(), ref.out.data()), "")
+          << threads << " threads";
+      EXPECT_EQ(testing::attention_lse_violation(bound, c.lse.data(), ref.lse.data()), "");
+      for (int d = 0; d < 512; ++d) ASSERT_EQ(c.out[static_cast<size_t>(40 * 512 + d)], 0x7FC0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dsv4cpu
