@@ -4,7 +4,7 @@
 // logits within numerics.md §11.6 and the selection by the band rule (§11.7) of the exact logits,
 // then downstream of the selection the C4A slots byte for byte and the attention output within
 // §11.8 of the reference ops run on that selection. The optimized step gives the same bytes on
-// 1 and 2 threads.
+// 1 and 2 threads, so the downstream check of the 1-thread step covers both.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -126,39 +126,38 @@ TEST_P(LayerStepTest, OptimizedEqualsReferenceComposition) {
     expect_exact_ops_equal(opt, ref);
     EXPECT_EQ(opt.short_context, ref.short_context);
     expect_selection_accepted(opt);
-
-    // Downstream of the selection: the reference ops on the optimized step's selection (the
-    // reference step itself wherever both selections agree).
-    LayerStep expect = opt;
-    expect.attend(step_options(Impl::reference, 1));
-    EXPECT_TRUE(same("compressed_slots", opt.compressed_slots, expect.compressed_slots));
-    EXPECT_TRUE(same("compressed_lens", opt.compressed_lens, expect.compressed_lens));
-    if (opt.topk == ref.topk) {
-      EXPECT_TRUE(same("reference out", expect.out, ref.out));
-    }
-    const testing::AttentionInputs in{
-        TensorView(expect.q_out.data(), DType::BF16, {shape.batch, shape.heads, 512}),
-        expect.swa.cache(),
-        decode_step::kSwaBlock,
-        TensorView(expect.window_slots.data(), DType::I64, {shape.batch, decode_step::kWindow}),
-        expect.c4a.cache(),
-        decode_step::kCompressedBlock,
-        TensorView(expect.compressed_slots.data(), DType::I64, {shape.batch, 512}),
-        TensorView(expect.attn_sink.data(), DType::F32, {shape.heads}),
-        kAttentionScale,
-        NopeDecode::exact};
-    EXPECT_TRUE(testing::holds(testing::attention_out_violation(
-        testing::attention_bound(in), opt.out.data(), expect.out.data())));
   }
-
   // Thread count: every byte the step writes.
-  const LayerStep& one = optimized[0];
+  const LayerStep& opt = optimized[0];
   const LayerStep& two = optimized[1];
-  expect_exact_ops_equal(two, one);
-  EXPECT_TRUE(same("logits", two.logits, one.logits));
-  EXPECT_TRUE(same("topk", two.topk, one.topk));
-  EXPECT_TRUE(same("compressed_slots", two.compressed_slots, one.compressed_slots));
-  EXPECT_TRUE(same("out", two.out, one.out));
+  expect_exact_ops_equal(two, opt);
+  EXPECT_TRUE(same("logits", two.logits, opt.logits));
+  EXPECT_TRUE(same("topk", two.topk, opt.topk));
+  EXPECT_TRUE(same("compressed_slots", two.compressed_slots, opt.compressed_slots));
+  EXPECT_TRUE(same("out", two.out, opt.out));
+
+  // Downstream of the selection: the reference ops on the optimized step's selection (the
+  // reference step itself wherever both selections agree).
+  LayerStep expect = opt;
+  expect.attend(step_options(Impl::reference, 1));
+  EXPECT_TRUE(same("compressed_slots", opt.compressed_slots, expect.compressed_slots));
+  EXPECT_TRUE(same("compressed_lens", opt.compressed_lens, expect.compressed_lens));
+  if (opt.topk == ref.topk) {
+    EXPECT_TRUE(same("reference out", expect.out, ref.out));
+  }
+  const testing::AttentionInputs in{
+      TensorView(expect.q_out.data(), DType::BF16, {shape.batch, shape.heads, 512}),
+      expect.swa.cache(),
+      decode_step::kSwaBlock,
+      TensorView(expect.window_slots.data(), DType::I64, {shape.batch, decode_step::kWindow}),
+      expect.c4a.cache(),
+      decode_step::kCompressedBlock,
+      TensorView(expect.compressed_slots.data(), DType::I64, {shape.batch, 512}),
+      TensorView(expect.attn_sink.data(), DType::F32, {shape.heads}),
+      kAttentionScale,
+      NopeDecode::exact};
+  EXPECT_TRUE(testing::holds(testing::attention_out_violation(
+      testing::attention_bound(in), opt.out.data(), expect.out.data())));
 }
 
 // Short-context steps take the identity rows (one at the 512-entry limit), long ones the logits
@@ -167,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, LayerStepTest,
     ::testing::Values(StepCase{"first_tokens", {3, 9, 64, 1}},
                       StepCase{"short_one_request", {1, 300, 64, 2}},
-                      StepCase{"short_at_limit", {4, 2051, 64, 3}},
+                      StepCase{"short_at_limit", {2, 2049, 64, 3}},
                       StepCase{"long_h64", {3, 2600, 64, 4}},
                       StepCase{"long_h128", {2, 4100, 128, 5}}),
     [](const ::testing::TestParamInfo<StepCase>& p) { return std::string(p.param.name); });

@@ -9,6 +9,7 @@
 // four completes a compressed entry in this step.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
