@@ -68,6 +68,8 @@ std::vector<BenchRun> benchmark_runs();
 void register_benchmarks();
 // Registers stream_read/<bytes> (bench_stream.cpp).
 void register_stream_read();
+// Registers layer_step/... (bench_layer_step.cpp): one C4A layer step, reference and optimized.
+void register_layer_step();
 
 // ---- data ----
 

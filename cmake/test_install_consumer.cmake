@@ -1,5 +1,5 @@
 # ctest driver: installs the build tree into a temporary prefix, then configures, builds and runs
-# examples/consumer against it through find_package(dsv4cpu).
+# examples/consumer and examples/decode_step against it through find_package(dsv4cpu).
 # Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR.
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
@@ -22,3 +22,14 @@ if(NOT last_output MATCHES "${expected}")
   message(FATAL_ERROR "consumer printed '${last_output}'")
 endif()
 message(STATUS "consumer:\n${last_output}")
+
+# One C4A layer step at a context long enough for the indexer to compute logits and select.
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/decode_step" -B "${WORK_DIR}/decode_step"
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/decode_step")
+run("${WORK_DIR}/decode_step/decode_step" --batch 3 --context 3000 --steps 1)
+set(expected "indexer: fp8_paged_mqa_logits.*time per step: .*sparse_mla_attention .*all finite")
+if(NOT last_output MATCHES "${expected}")
+  message(FATAL_ERROR "decode_step printed '${last_output}'")
+endif()
+message(STATUS "decode_step:\n${last_output}")
