@@ -1,9 +1,9 @@
-// dsv4cpu-bench: the registry's benchmarks (bench_runs.cpp) and the stream_read roofline.
+// dsv4cpu-bench: the registry's benchmarks (bench_runs.cpp) and the rooflines (bench_stream.cpp).
 #include "bench_util.hpp"
 
 int main(int argc, char** argv) {
   dsv4cpu::bench::register_benchmarks();
-  dsv4cpu::bench::register_stream_read();
+  dsv4cpu::bench::register_rooflines();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
