@@ -2,7 +2,8 @@
 # The bench command: builds Release and runs every benchmark with Google Benchmark's JSON output
 # (repetitions, medians), one progress line per benchmark, into out/bench/<date>-<commit>.json,
 # stamped with the CPU model, the ISA features found, the thread count, the compiler and the commit;
-# then renders out/bench/dashboard.html from every result file there (oldest first).
+# then renders out/bench/dashboard.html from every result file there (oldest first), with the
+# verdicts against the newest committed baseline of bench/baselines/.
 # Usage: ci/bench.sh [REPETITIONS] [extra dsv4cpu-bench flags, e.g. --benchmark_filter=topk]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +33,7 @@ build/bench/bench/dsv4cpu-bench \
   --benchmark_out="${out}" --benchmark_out_format=json \
   --benchmark_context="cpu_model=${model//,/ },isa=${isa},threads=${threads},compiler=${compiler},commit=${commit}${dirty}" \
   "$@"
-python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) -o out/bench/dashboard.html
+baseline=$(ls bench/baselines/*.json | sort | tail -n 1)
+python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) --baseline "${baseline}" \
+  -o out/bench/dashboard.html
 echo "results: ${out}"
