@@ -10,34 +10,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Index of the first of p[0 .. n) outside [lo, hi) (lo is 0 or -1; hi = kNoLimit: no upper
-// limit), or n. One branch-free pass decides that none is, in the element's own width: with no
-// upper limit the element type can reach, the sign bit of the OR of every p[i] - lo; else one
-// unsigned compare of p[i] - lo against hi - lo per element (values below lo wrap above any span).
-// Only a flagged array (an element outside, or T's largest value in the sign test) is scanned
-// exactly.
-template <class T>
-int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
-  using U = std::make_unsigned_t<T>;
-  const U shift = static_cast<U>(-lo);
-  U flagged = 0;
-  if (hi == kNoLimit || hi > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-    for (int64_t i = 0; i < n; ++i) flagged |= static_cast<U>(static_cast<U>(p[i]) + shift);
-    flagged >>= 8 * sizeof(U) - 1;
-  } else if (lo == 0) {
-    const U span = static_cast<U>(hi);
-    for (int64_t i = 0; i < n; ++i) flagged |= static_cast<U>(static_cast<U>(p[i]) >= span);
-  } else {
-    const U span = static_cast<U>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
-    for (int64_t i = 0; i < n; ++i)
-      flagged |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
-  }
-  if (flagged == 0) return n;
-  for (int64_t i = 0; i < n; ++i)
-    if (p[i] < lo || (hi != kNoLimit && p[i] >= hi)) return i;
-  return n;
-}
-
 // The pad-value rule shared by the slot checks: v is -1 or >= 0.
 [[noreturn]] void fail_slot(const char* op, const char* name, const TensorView& v, int64_t flat,
                             int64_t slot, const SlotRange* range) {
@@ -91,12 +63,6 @@ void check_num_tokens_padded(const char* op, int64_t padded, int64_t T) {
   if (padded < T)
     fail_value(op, "num_tokens_padded", str(padded), "fewer entries than tokens",
                "num_tokens_padded >= T = " + str(T));
-}
-
-int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi) {
-  const int64_t n = v.numel();
-  if (n == 0) return 0;
-  return with_data(v, [&](const auto* p) { return first_outside_typed(p, n, lo, hi); });
 }
 
 int64_t check_query_start_loc(const char* op, const TensorView& v, int64_t R) {

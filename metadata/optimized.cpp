@@ -9,19 +9,16 @@
 #include "args/compressor.hpp"
 #include "args/metadata.hpp"
 #include "metadata/common.hpp"
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {
 
-// Output elements below which a single thread runs.
-constexpr int64_t kParallelWork = int64_t{1} << 15;
-
-// f(lo, hi) over a split of [0, n) into one non-empty contiguous range per thread.
+// f(lo, hi) over a split of [0, n) into one non-empty contiguous range per thread; `work` output
+// elements (8 bytes each) decide the threads (core/parallel.hpp).
 template <class F>
 void parallel_ranges(int64_t n, int64_t work, const RunContext& ctx, F&& f) {
-  const int64_t parts = work < kParallelWork ? std::min<int64_t>(1, n)
-                                             : std::min<int64_t>(thread_count(ctx), n);
+  const int64_t parts = std::min<int64_t>(threads_for(ctx.num_threads, work * 8), n);
   const int64_t q = parts > 0 ? n / parts : 0, rem = parts > 0 ? n % parts : 0;
   parallel_for(parts, static_cast<int>(parts), [&](int64_t i) {
     const int64_t lo = i * q + std::min(i, rem);

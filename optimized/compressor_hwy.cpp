@@ -21,13 +21,18 @@
 HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
-// compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape).
-void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1) {
+// compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
+// stores where the row is aligned (rows far larger than the caches, read by a later call);
+// `descending`: the last token first (the validation has just read the rows in ascending order,
+// so the most recent ones are still cached).
+void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
+              bool descending) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const IndexReader pos(a.positions), slot(a.slot_mapping);
   const size_t SW = static_cast<size_t>(a.SW);
-  for (int64_t t = t0; t < t1; ++t) {
+  for (int64_t u = t0; u < t1; ++u) {
+    const int64_t t = descending ? t1 - 1 - (u - t0) : u;
     const int64_t g = slot(t);
     if (g < 0) continue;
     const float* kv = a.kv.ptr<const float>() + t * a.kv.stride(0);
@@ -35,10 +40,18 @@ void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1) {
     const float* ape = a.ape.ptr<const float>() + (pos(t) % a.r) * a.SW;
     float* row = a.state_cache.ptr<float>() + (g / a.sbs) * a.state_cache.stride(0) +
                  (g % a.sbs) * 2 * a.SW;
+    if (stream && reinterpret_cast<uintptr_t>(row) % 64 == 0) {
+      for (size_t i = 0; i < SW; i += N) {
+        hn::Stream(hn::LoadU(d, kv + i), d, row + i);
+        hn::Stream(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
+      }
+      continue;
+    }
     std::memcpy(row, kv, SW * sizeof(float));
     for (size_t i = 0; i < SW; i += N)
       hn::StoreU(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
   }
+  if (stream) hwy::FlushStream();
 }
 
 // compressor.md §4.1 for rows [n0, n1), with the element types as template arguments and a shift
@@ -236,7 +249,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <vector>
 
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -250,34 +263,20 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
   HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c);
 }
 
-namespace {
-
-// Threads for `units` of work: exactly ctx.num_threads when given, else OpenMP's default capped so
-// that every thread gets at least `min_units` (small calls stay on the calling thread).
-int threads_for(const RunContext& ctx, int64_t units, int64_t min_units) {
-  if (ctx.num_threads > 0) return ctx.num_threads;
-  return static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(thread_count(ctx), units / min_units)));
-}
-
-// Splits [0, n) into `parts` contiguous ranges and runs f(begin, end) on each.
-template <class F>
-void parallel_ranges(int64_t n, int threads, const F& f) {
-  const int64_t parts = std::min<int64_t>(threads, n);
-  parallel_for(parts, threads, [&](int64_t i) { f(n * i / parts, n * (i + 1) / parts); });
-}
-
-}  // namespace
+// Bytes written from which state rows bypass the caches (no later read of this call hits them).
+constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
-  parallel_ranges(a.N, threads_for(ctx, a.N * a.SW, 1 << 15),
-                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1); });
+  const bool stream = a.N * a.SW * 8 >= kStreamBytes;
+  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16), [&](int64_t t0, int64_t t1) {
+    rows(a, t0, t1, stream, ctx.check_finite);
+  });
 }
 
 void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(MapRows);
-  parallel_ranges(a.N, threads_for(ctx, a.N * a.K, 1 << 16),
+  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.K * 16),
                   [&](int64_t n0, int64_t n1) { rows(a, n0, n1); });
 }
 
@@ -293,7 +292,7 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
 
   // Pooling work items: (emitting token, channel chunk). With fewer tokens than threads a token's
   // channels are split into chunks of whole 64-channel blocks (channels are independent).
-  const int threads = threads_for(ctx, E * a.W * HD, 1 << 14);
+  const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8);
   const int64_t blocks = HD / 64;
   const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
   std::vector<float> pooled(static_cast<size_t>(E * HD));

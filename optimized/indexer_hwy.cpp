@@ -187,7 +187,7 @@ void QuantRange(const FusedIndexerQRopeQuantArgs& a, int64_t th0, int64_t th1, f
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -216,7 +216,8 @@ constexpr int64_t kQuantChunk = 64;  // heads per parallel work item
 void quant_pass(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx, float* w_out,
                 bool write_codes) {
   const int64_t heads = a.T * a.H;
-  parallel_for((heads + kQuantChunk - 1) / kQuantChunk, thread_count(ctx), [&](int64_t c) {
+  const int threads = threads_for(ctx.num_threads, heads * (kIndexerHeadDim * 5 + 8));
+  parallel_for((heads + kQuantChunk - 1) / kQuantChunk, threads, [&](int64_t c) {
     HWY_DYNAMIC_DISPATCH(QuantRange)(a, c * kQuantChunk, std::min(heads, (c + 1) * kQuantChunk),
                                      w_out, write_codes);
   });

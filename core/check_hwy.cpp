@@ -1,0 +1,215 @@
+// The whole-array scans of the validation vocabulary (check_finite.hpp, check_index.hpp), written
+// once with Highway and compiled for every target of the library (dynamic dispatch, as
+// core/cpu_hwy.cpp). Each scan decides a block of elements at a time with vector compares folded
+// into one maximum, so the passing path runs at the speed of the loads; the first flagged block is
+// searched element by element, so the answer is the first offender in index order, exactly as a
+// scalar loop finds it.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/check_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "core/check_finite.hpp"
+#include "core/check_index.hpp"
+#include "core/parallel.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Bytes per block: one decision (a reduction and a branch) per block.
+constexpr int64_t kBlockBytes = 1024;
+
+// The first i in [0, n) with bad(i), or n: blocks of `block` elements (a multiple of the vector
+// step) are decided by flagged(begin), which must hold for every block holding a bad element (it
+// may also hold for others); flagged blocks and the tail are searched with bad(i).
+template <class Flagged, class Bad>
+HWY_INLINE int64_t FirstBad(int64_t n, int64_t block, const Flagged& flagged, const Bad& bad) {
+  int64_t b = 0;
+  for (; b + block <= n; b += block) {
+    if (HWY_LIKELY(!flagged(b))) continue;
+    for (int64_t i = b; i < b + block; ++i)
+      if (bad(i)) return i;
+  }
+  for (int64_t i = b; i < n; ++i)
+    if (bad(i)) return i;
+  return n;
+}
+
+using DU32 = hn::ScalableTag<uint32_t>;
+using DF32 = hn::ScalableTag<float>;
+constexpr uint32_t kAbsMask = 0x7FFFFFFFu, kInfBits = 0x7F800000u;
+
+template <class V>
+HWY_INLINE hn::Vec<DU32> AbsBits(V x) {
+  return hn::And(hn::BitCast(DU32(), x), hn::Set(DU32(), kAbsMask));
+}
+
+// Index of the first NaN or ±inf of x[0 .. n), or n: |x| as bits is >= 0x7F800000 exactly there.
+int64_t FirstNonFinite(const float* HWY_RESTRICT x, int64_t n) {
+  const DF32 df;
+  const DU32 du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (4 * N), 1) * 4 * N;
+  return FirstBad(
+      n, block,
+      [&](int64_t b) {
+        auto m = hn::Zero(du);
+        for (int64_t i = b; i < b + block; i += 4 * N) {
+          const auto p = hn::Max(AbsBits(hn::LoadU(df, x + i)), AbsBits(hn::LoadU(df, x + i + N)));
+          const auto q = hn::Max(AbsBits(hn::LoadU(df, x + i + 2 * N)),
+                                 AbsBits(hn::LoadU(df, x + i + 3 * N)));
+          m = hn::Max(m, hn::Max(p, q));
+        }
+        return hn::GetLane(hn::MaxOfLanes(du, m)) >= kInfBits;
+      },
+      [&](int64_t i) { return !std::isfinite(x[i]); });
+}
+
+// Index of the first i with RN(a[i] + b[i]) NaN or ±inf, or n.
+int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
+  const DF32 df;
+  const DU32 du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (2 * N), 1) * 2 * N;
+  return FirstBad(
+      n, block,
+      [&](int64_t k) {
+        auto m = hn::Zero(du);
+        for (int64_t i = k; i < k + block; i += 2 * N)
+          m = hn::Max(m, hn::Max(AbsBits(hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i))),
+                                 AbsBits(hn::Add(hn::LoadU(df, a + i + N),
+                                                 hn::LoadU(df, b + i + N)))));
+        return hn::GetLane(hn::MaxOfLanes(du, m)) >= kInfBits;
+      },
+      [&](int64_t i) { return !std::isfinite(a[i] + b[i]); });
+}
+
+// True iff a[0 .. n), b[0 .. n) and every RN(b[i] + c[i]) are finite: one pass over three rows.
+bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                   const float* HWY_RESTRICT c, int64_t n) {
+  const DF32 df;
+  const DU32 du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  auto m = hn::Zero(du);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto bv = hn::LoadU(df, b + i);
+    m = hn::Max(m, hn::Max(AbsBits(hn::LoadU(df, a + i)),
+                           hn::Max(AbsBits(bv), AbsBits(hn::Add(bv, hn::LoadU(df, c + i))))));
+  }
+  bool finite = hn::GetLane(hn::MaxOfLanes(du, m)) < kInfBits;
+  for (; i < n; ++i)
+    finite = finite && std::isfinite(a[i]) && std::isfinite(b[i]) && std::isfinite(b[i] + c[i]);
+  return finite;
+}
+
+// Index of the first of p[0 .. n) outside [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or n.
+// In the element's own width, p - lo (unsigned) is >= `limit` for every element outside: limit =
+// hi - lo when hi fits T, else 2^(bits - 1) (the sign bit of p - lo: only T's largest value is
+// flagged without being outside, and the element search clears it).
+template <class T>
+int64_t FirstOutsideT(const T* HWY_RESTRICT p, int64_t n, int64_t lo, int64_t hi) {
+  using U = std::make_unsigned_t<T>;
+  const hn::ScalableTag<U> du;
+  const auto N = static_cast<int64_t>(hn::Lanes(du));
+  const bool bounded = hi != kNoLimit && hi <= static_cast<int64_t>(std::numeric_limits<T>::max());
+  const U limit = bounded ? static_cast<U>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo))
+                          : static_cast<U>(U{1} << (8 * sizeof(U) - 1));
+  const auto shift = hn::Set(du, static_cast<U>(-lo));
+  const U* u = reinterpret_cast<const U*>(p);
+  const int64_t block = std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / (4 * N), 1) * 4 * N;
+  return FirstBad(
+      n, block,
+      [&](int64_t b) {
+        auto m = hn::Zero(du);
+        for (int64_t i = b; i < b + block; i += 4 * N) {
+          const auto x = hn::Max(hn::Add(hn::LoadU(du, u + i), shift),
+                                 hn::Add(hn::LoadU(du, u + i + N), shift));
+          const auto y = hn::Max(hn::Add(hn::LoadU(du, u + i + 2 * N), shift),
+                                 hn::Add(hn::LoadU(du, u + i + 3 * N), shift));
+          m = hn::Max(m, hn::Max(x, y));
+        }
+        return hn::GetLane(hn::MaxOfLanes(du, m)) >= limit;
+      },
+      [&](int64_t i) { return p[i] < lo || (hi != kNoLimit && p[i] >= hi); });
+}
+int64_t FirstOutside32(const int32_t* p, int64_t n, int64_t lo, int64_t hi) {
+  return FirstOutsideT(p, n, lo, hi);
+}
+int64_t FirstOutside64(const int64_t* p, int64_t n, int64_t lo, int64_t hi) {
+  return FirstOutsideT(p, n, lo, hi);
+}
+
+// Index of the first fp8 e4m3 NaN code (0x7F or 0xFF) of c[0 .. n), or n.
+int64_t FirstNanCode(const uint8_t* HWY_RESTRICT c, int64_t n) {
+  const hn::ScalableTag<uint8_t> d8;
+  const auto N = static_cast<int64_t>(hn::Lanes(d8));
+  const int64_t block = std::max<int64_t>(kBlockBytes / N, 1) * N;
+  const auto low7 = hn::Set(d8, 0x7F);
+  return FirstBad(
+      n, block,
+      [&](int64_t b) {
+        auto m = hn::Zero(d8);
+        for (int64_t i = b; i < b + block; i += N) m = hn::Max(m, hn::And(hn::LoadU(d8, c + i), low7));
+        return !hn::AllFalse(d8, hn::Eq(m, low7));
+      },
+      [&](int64_t i) { return (c[i] & 0x7F) == 0x7F; });
+}
+
+}  // namespace dsv4cpu::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace dsv4cpu::detail {
+
+HWY_EXPORT(FirstNonFinite);
+HWY_EXPORT(FirstNonFiniteSum);
+HWY_EXPORT(FiniteWithSum);
+HWY_EXPORT(FirstOutside32);
+HWY_EXPORT(FirstOutside64);
+HWY_EXPORT(FirstNanCode);
+
+int64_t first_non_finite(const float* x, int64_t n, int num_threads) {
+  const auto scan = HWY_DYNAMIC_DISPATCH(FirstNonFinite);
+  return parallel_first(n, threads_for(num_threads, n * 4),
+                        [&](int64_t b, int64_t e) { return b + scan(x + b, e - b); });
+}
+
+int64_t first_non_finite_sum(const float* a, const float* b, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(FirstNonFiniteSum)(a, b, n);
+}
+
+bool finite_with_sum(const float* a, const float* b, const float* c, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(FiniteWithSum)(a, b, c, n);
+}
+
+int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threads) {
+  const int64_t n = v.numel();
+  if (n == 0) return 0;
+  const int threads = threads_for(num_threads, n * dtype_size(v.dtype()));
+  if (v.dtype() == DType::I64) {
+    const int64_t* p = v.ptr<const int64_t>();
+    const auto scan = HWY_DYNAMIC_DISPATCH(FirstOutside64);
+    return parallel_first(n, threads,
+                          [&](int64_t b, int64_t e) { return b + scan(p + b, e - b, lo, hi); });
+  }
+  const int32_t* p = v.ptr<const int32_t>();
+  const auto scan = HWY_DYNAMIC_DISPATCH(FirstOutside32);
+  return parallel_first(n, threads,
+                        [&](int64_t b, int64_t e) { return b + scan(p + b, e - b, lo, hi); });
+}
+
+int64_t first_nan_code(const uint8_t* c, int64_t n, int num_threads) {
+  const auto scan = HWY_DYNAMIC_DISPATCH(FirstNanCode);
+  return parallel_first(n, threads_for(num_threads, n),
+                        [&](int64_t b, int64_t e) { return b + scan(c + b, e - b); });
+}
+
+}  // namespace dsv4cpu::detail
+#endif  // HWY_ONCE
