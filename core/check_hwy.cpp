@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/check_block_table.hpp"
 #include "core/check_finite.hpp"
 #include "core/check_index.hpp"
 #include "core/parallel.hpp"
@@ -162,6 +163,68 @@ int64_t FirstNanCode(const uint8_t* HWY_RESTRICT c, int64_t n) {
       [&](int64_t i) { return (c[i] & 0x7F) == 0x7F; });
 }
 
+// The smallest and the largest of p[0 .. n) (n >= 1), signed.
+template <class T>
+void MinMaxOfT(const T* HWY_RESTRICT p, int64_t n, int64_t* lo, int64_t* hi) {
+  const hn::ScalableTag<T> d;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  auto mn = hn::Set(d, p[0]), mx = mn;
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto a = hn::LoadU(d, p + i), b = hn::LoadU(d, p + i + N);
+    mn = hn::Min(mn, hn::Min(a, b));
+    mx = hn::Max(mx, hn::Max(a, b));
+  }
+  *lo = hn::GetLane(hn::MinOfLanes(d, mn));
+  *hi = hn::GetLane(hn::MaxOfLanes(d, mx));
+  for (; i < n; ++i) {
+    *lo = std::min<int64_t>(*lo, p[i]);
+    *hi = std::max<int64_t>(*hi, p[i]);
+  }
+}
+void MinMaxOf32(const int32_t* p, int64_t n, int64_t* lo, int64_t* hi) { MinMaxOfT(p, n, lo, hi); }
+void MinMaxOf64(const int64_t* p, int64_t n, int64_t* lo, int64_t* hi) { MinMaxOfT(p, n, lo, hi); }
+
+// Block-table references of one row of locals (check_block_table.hpp), block size 2^shift, with
+// locals and table entries of the same width T: true iff every l >= 0 of local[0 .. K) has its
+// column l >> shift below MB and the entry row[column] in [0, max_entry]. Columns are gathered
+// (lanes of negative locals read column 0; MB >= 1).
+template <class T>
+bool LocalRefsOkT(const T* HWY_RESTRICT local, int64_t K, const T* HWY_RESTRICT row, int64_t MB,
+                  int shift, int64_t max_entry) {
+  const hn::ScalableTag<T> d;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const T top = std::numeric_limits<T>::max();
+  const auto mb = hn::Set(d, static_cast<T>(std::min<int64_t>(MB, top)));
+  const auto hi = hn::Set(d, static_cast<T>(std::min<int64_t>(max_entry, top)));
+  const auto zero = hn::Zero(d);
+  auto bad = hn::Zero(d);
+  int64_t k = 0;
+  for (; k + N <= K; k += N) {
+    const auto l = hn::LoadU(d, local + k);
+    const auto col = hn::ShiftRightSame(l, shift);
+    const auto skip = hn::Lt(l, zero);
+    const auto inside = hn::AndNot(skip, hn::Lt(col, mb));
+    const auto entry = hn::GatherIndex(d, row, hn::IfThenElseZero(inside, col));
+    const auto fails = hn::Or(hn::Not(inside), hn::Or(hn::Lt(entry, zero), hn::Gt(entry, hi)));
+    bad = hn::Or(bad, hn::VecFromMask(d, hn::AndNot(skip, fails)));
+  }
+  bool good = hn::AllFalse(d, hn::Ne(bad, zero));
+  for (; k < K && good; ++k) {
+    const int64_t l = local[k], c = l >> shift;
+    good = l < 0 || (c < MB && row[c] >= 0 && row[c] <= max_entry);
+  }
+  return good;
+}
+bool LocalRefsOk32(const int32_t* local, int64_t K, const int32_t* row, int64_t MB, int shift,
+                   int64_t max_entry) {
+  return LocalRefsOkT(local, K, row, MB, shift, max_entry);
+}
+bool LocalRefsOk64(const int64_t* local, int64_t K, const int64_t* row, int64_t MB, int shift,
+                   int64_t max_entry) {
+  return LocalRefsOkT(local, K, row, MB, shift, max_entry);
+}
+
 }  // namespace dsv4cpu::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -174,6 +237,21 @@ HWY_EXPORT(FiniteWithSum);
 HWY_EXPORT(FirstOutside32);
 HWY_EXPORT(FirstOutside64);
 HWY_EXPORT(FirstNanCode);
+HWY_EXPORT(LocalRefsOk32);
+HWY_EXPORT(LocalRefsOk64);
+HWY_EXPORT(MinMaxOf32);
+HWY_EXPORT(MinMaxOf64);
+
+namespace {
+
+// Element `i` of a row of an index array, as a byte address.
+const char* element(const TensorView& v, int64_t row, int64_t i) {
+  return static_cast<const char*>(v.data()) +
+         (row * (v.rank() > 1 && v.size(0) > 1 ? v.stride(0) : 0) + i) *
+             static_cast<int64_t>(dtype_size(v.dtype()));
+}
+
+}  // namespace
 
 int64_t first_non_finite(const float* x, int64_t n, int num_threads) {
   const auto scan = HWY_DYNAMIC_DISPATCH(FirstNonFinite);
@@ -192,23 +270,64 @@ bool finite_with_sum(const float* a, const float* b, const float* c, int64_t n) 
 int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threads) {
   const int64_t n = v.numel();
   if (n == 0) return 0;
-  const int threads = threads_for(num_threads, n * dtype_size(v.dtype()));
-  if (v.dtype() == DType::I64) {
-    const int64_t* p = v.ptr<const int64_t>();
-    const auto scan = HWY_DYNAMIC_DISPATCH(FirstOutside64);
-    return parallel_first(n, threads,
-                          [&](int64_t b, int64_t e) { return b + scan(p + b, e - b, lo, hi); });
-  }
-  const int32_t* p = v.ptr<const int32_t>();
-  const auto scan = HWY_DYNAMIC_DISPATCH(FirstOutside32);
-  return parallel_first(n, threads,
-                        [&](int64_t b, int64_t e) { return b + scan(p + b, e - b, lo, hi); });
+  const bool wide = v.dtype() == DType::I64;
+  const int threads = threads_for(num_threads, n * (wide ? 8 : 4));
+  // Elements [b, e) of the contiguous run starting at byte address p.
+  const auto scan = [&](const void* p, int64_t b, int64_t e) {
+    return wide ? b + HWY_DYNAMIC_DISPATCH(FirstOutside64)(static_cast<const int64_t*>(p) + b,
+                                                            e - b, lo, hi)
+                : b + HWY_DYNAMIC_DISPATCH(FirstOutside32)(static_cast<const int32_t*>(p) + b,
+                                                            e - b, lo, hi);
+  };
+  if (v.rank() < 2 || v.contiguous())
+    return parallel_first(n, threads, [&](int64_t b, int64_t e) { return scan(v.data(), b, e); });
+  const int64_t rows = v.size(0), K = v.size(1);  // rank 2, unit inner stride
+  const auto row = [&](int64_t r) { return element(v, r, 0); };
+  const int64_t bad = parallel_first(rows, threads, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      if (scan(row(r), 0, K) < K) return r;
+    return r1;
+  });
+  return bad == rows ? n : bad * K + scan(row(bad), 0, K);
 }
 
 int64_t first_nan_code(const uint8_t* c, int64_t n, int num_threads) {
   const auto scan = HWY_DYNAMIC_DISPATCH(FirstNanCode);
   return parallel_first(n, threads_for(num_threads, n),
                         [&](int64_t b, int64_t e) { return b + scan(c + b, e - b); });
+}
+
+std::pair<int64_t, int64_t> row_min_max(const TensorView& v, int64_t row) {
+  const int64_t n = v.size(v.rank() - 1);
+  int64_t lo = 0, hi = 0;
+  if (v.dtype() == DType::I64)
+    HWY_DYNAMIC_DISPATCH(MinMaxOf64)(reinterpret_cast<const int64_t*>(element(v, row, 0)), n, &lo,
+                                     &hi);
+  else
+    HWY_DYNAMIC_DISPATCH(MinMaxOf32)(reinterpret_cast<const int32_t*>(element(v, row, 0)), n, &lo,
+                                     &hi);
+  return {lo, hi};
+}
+
+bool entries_within(const TensorView& table, int64_t row, int64_t c0, int64_t c1, int64_t hi) {
+  if (table.dtype() == DType::I64)
+    return HWY_DYNAMIC_DISPATCH(FirstOutside64)(
+               reinterpret_cast<const int64_t*>(element(table, row, c0)), c1 - c0, 0, hi) ==
+           c1 - c0;
+  return HWY_DYNAMIC_DISPATCH(FirstOutside32)(
+             reinterpret_cast<const int32_t*>(element(table, row, c0)), c1 - c0, 0, hi) == c1 - c0;
+}
+
+bool local_refs_ok(const TensorView& local, int64_t n, const TensorView& block_table,
+                   int64_t r, int shift, int64_t max_entry) {
+  const int64_t K = local.size(1), MB = block_table.size(1);
+  if (local.dtype() == DType::I64)
+    return HWY_DYNAMIC_DISPATCH(LocalRefsOk64)(
+        reinterpret_cast<const int64_t*>(element(local, n, 0)), K,
+        reinterpret_cast<const int64_t*>(element(block_table, r, 0)), MB, shift, max_entry);
+  return HWY_DYNAMIC_DISPATCH(LocalRefsOk32)(
+      reinterpret_cast<const int32_t*>(element(local, n, 0)), K,
+      reinterpret_cast<const int32_t*>(element(block_table, r, 0)), MB, shift, max_entry);
 }
 
 }  // namespace dsv4cpu::detail

@@ -35,9 +35,9 @@ void check_num_tokens_padded(const char* op, int64_t padded, int64_t T);
 
 // No upper limit, for first_outside.
 inline constexpr int64_t kNoLimit = INT64_MAX;
-// Index (flat, row-major) of the first element of the C-contiguous index array `v` outside
-// [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or v.numel(). A vector scan
-// (core/check_hwy.cpp) on up to `num_threads` threads (core/parallel.hpp).
+// Index (flat, row-major) of the first element of the index array `v` (C-contiguous, or rank 2
+// with unit inner stride) outside [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or v.numel().
+// A vector scan (core/check_hwy.cpp) on up to `num_threads` threads (core/parallel.hpp).
 int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threads = 1);
 
 // An exclusive upper bound with the words of its rule, e.g.

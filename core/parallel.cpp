@@ -8,8 +8,9 @@ std::atomic<int64_t> g_min_bytes_override{-1};
 }
 
 int max_threads(int num_threads) {
+  static const int processors = omp_get_num_procs();  // a system call: asked once
   const int wanted = num_threads > 0 ? num_threads : omp_get_max_threads();
-  return std::max(1, std::min(wanted, omp_get_num_procs()));
+  return std::max(1, std::min(wanted, processors));
 }
 
 int threads_for(int num_threads, int64_t bytes, int64_t min_bytes) {

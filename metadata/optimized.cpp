@@ -286,24 +286,20 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
 // are counted from its locals while they are in cache (a slot is >= 0 iff its local is).
 void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext& ctx) {
   constexpr int64_t kBlockRows = 8;
+  constexpr int64_t kStreamBytes = int64_t{16} << 20;  // outputs that bypass the caches
   const int64_t K = a.K, row_stride = a.topk_indices.stride(0);
   const IndexReader own(a.token_slot_mapping);
-  int64_t* indices = a.indices.ptr<int64_t>();
   int32_t* lens = a.lens.ptr<int32_t>();
-  const RunContext one_thread{ctx.check_finite, 1};
-  with_data(a.topk_indices, a.token_to_req, [&](const auto* topk, const auto* req) {
+  const MapLocalToGlobalSlotsArgs map{a.topk_indices, a.token_to_req, a.block_table, a.block_size,
+                                      a.indices, a.T, K};
+  const bool stream = a.T * K * 8 >= kStreamBytes;
+  with_data(a.topk_indices, [&](const auto* topk) {
     using L = std::remove_const_t<std::remove_pointer_t<decltype(topk)>>;
     using U = std::make_unsigned_t<L>;
     parallel_ranges(a.T, a.T * K, ctx, [&](int64_t lo, int64_t hi) {
       for (int64_t t0 = lo; t0 < hi; t0 += kBlockRows) {
         const int64_t n = std::min(kBlockRows, hi - t0);
-        MapLocalToGlobalSlotsArgs map{
-            TensorView(topk + t0 * row_stride, a.topk_indices.dtype(), {n, K}, {row_stride, 1}),
-            TensorView(req + t0, a.token_to_req.dtype(), {n}), a.block_table, a.block_size,
-            MutableTensorView(indices + t0 * K, DType::I64, {n, K})};
-        map.N = n;
-        map.K = K;
-        map_local_to_global_slots(map, one_thread);
+        map_slot_rows(map, t0, t0 + n, stream);
         for (int64_t t = t0; t < t0 + n; ++t) {
           const L* row = topk + t * row_stride;
           U negative = 0;  // sign bits

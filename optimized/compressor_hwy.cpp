@@ -13,6 +13,8 @@
 #include <hwy/highway.h>
 
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "core/check.hpp"
 #include "args/compressor.hpp"
@@ -54,10 +56,91 @@ void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool strea
   if (stream) hwy::FlushStream();
 }
 
-// compressor.md §4.1 for rows [n0, n1), with the element types as template arguments and a shift
-// for power-of-two block sizes.
+// compressor.md §4.1 for one row of K locals of the table's own width T with P = 2^shift: the
+// entries gathered by column (lanes of negative locals gather column 0 and write -1), widened to
+// the int64 slots entry·P + l % P; `stream`: non-temporal stores (when the row is aligned).
+// compressor.md §4.1 for one local l of a block-table row, P = 2^shift.
 template <class TL, class TB>
-void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
+HWY_INLINE int64_t SlotOf(TL l, const TB* row, int shift) {
+  return l < 0 ? -1
+               : (static_cast<int64_t>(row[l >> shift]) << shift) |
+                     (l & static_cast<TL>((int64_t{1} << shift) - 1));
+}
+
+template <class T>
+void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row, int64_t MB,
+                  int shift, int64_t* HWY_RESTRICT out, bool stream) {
+  int64_t k = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<T> d;
+  const hn::ScalableTag<int64_t> d64;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const auto offset = hn::Set(d64, (int64_t{1} << shift) - 1);
+  const auto minus_one = hn::Set(d64, -1);
+  const auto align = static_cast<uintptr_t>(hn::Lanes(d64) * 8);
+  if (stream)  // up to the first aligned slot one by one (rows of 8-byte slots)
+    for (; k < K && reinterpret_cast<uintptr_t>(out + k) % align != 0; ++k)
+      out[k] = SlotOf(l[k], row, shift);
+  const auto slots = [&](auto entry, auto local, int64_t* to) {  // int64 lanes
+    const auto slot = hn::IfThenElse(hn::Lt(local, hn::Zero(d64)), minus_one,
+                                     hn::Or(hn::ShiftLeftSame(entry, shift), hn::And(local, offset)));
+    if (stream)
+      hn::Stream(slot, d64, to);
+    else
+      hn::StoreU(slot, d64, to);
+  };
+  // When every column the row reads lies in one window of N columns (the rows of a short request,
+  // or of consecutive locals), the entries come from one vector by a lane permutation.
+  const hn::RebindToUnsigned<decltype(d)> du;
+  auto top = hn::Set(d, T{-1});
+  auto bottom = hn::Set(du, std::numeric_limits<hn::TFromD<decltype(du)>>::max());  // negatives last
+  int64_t j = k;
+  for (; j + N <= K; j += N) {
+    const auto v = hn::LoadU(d, l + j);
+    top = hn::Max(top, v);
+    bottom = hn::Min(bottom, hn::BitCast(du, v));
+  }
+  int64_t hi = hn::GetLane(hn::MaxOfLanes(d, top));
+  auto lo = static_cast<uint64_t>(hn::GetLane(hn::MinOfLanes(du, bottom)));
+  for (; j < K; ++j) {
+    hi = std::max<int64_t>(hi, l[j]);
+    if (l[j] >= 0) lo = std::min<uint64_t>(lo, static_cast<uint64_t>(l[j]));
+  }
+  int64_t window = -1;  // the first column of the window, or -1: gather
+  if (hi >= 0 && MB >= N && (hi >> shift) - static_cast<int64_t>(lo >> shift) < N)
+    window = std::min<int64_t>(static_cast<int64_t>(lo >> shift), MB - N);
+  const auto table = hn::LoadU(d, row + std::max<int64_t>(window, 0));
+  const auto first = hn::Set(d, static_cast<T>(std::max<int64_t>(window, 0)));
+  for (; k + N <= K; k += N) {
+    const auto v = hn::LoadU(d, l + k);
+    const auto negative = hn::Lt(v, hn::Zero(d));
+    const auto entry =
+        window >= 0
+            ? hn::TableLookupLanes(table, hn::IndicesFromVec(d, hn::IfThenZeroElse(
+                                                                  negative, hn::Sub(hn::ShiftRightSame(v, shift), first))))
+            : hn::GatherIndex(d, row, hn::IfThenZeroElse(negative, hn::ShiftRightSame(v, shift)));
+    if constexpr (sizeof(T) == 8) {
+      slots(entry, v, out + k);
+    } else {
+      const hn::Half<decltype(d)> dh;
+      const auto N64 = static_cast<int64_t>(hn::Lanes(d64));
+      slots(hn::PromoteTo(d64, hn::LowerHalf(dh, entry)), hn::PromoteTo(d64, hn::LowerHalf(dh, v)),
+            out + k);
+      slots(hn::PromoteTo(d64, hn::UpperHalf(dh, entry)), hn::PromoteTo(d64, hn::UpperHalf(dh, v)),
+            out + k + N64);
+    }
+  }
+#endif
+  (void)stream;
+  (void)MB;
+  for (; k < K; ++k) out[k] = SlotOf(l[k], row, shift);
+}
+
+// compressor.md §4.1 for rows [n0, n1), with the element types as template arguments: a vector
+// gather when the locals and the table share their width and P is a power of two, else a shift
+// (power-of-two P) or a division per element.
+template <class TL, class TB>
+void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
   const TL* local = a.local_indices.ptr<const TL>();
   const TB* bt = a.block_table.ptr<const TB>();
   const int64_t ls = a.local_indices.stride(0), bs = a.block_table.stride(0), K = a.K;
@@ -67,14 +150,19 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
   if ((P & (P - 1)) == 0) {
     int shift = 0;
     while ((int64_t{1} << shift) < P) ++shift;
+    if constexpr (std::is_same_v<TL, TB>) {
+      if (a.block_table.size(1) >= 1) {
+        for (int64_t n = n0; n < n1; ++n)
+          MapRowGather(local + n * ls, K, bt + req(n) * bs, a.block_table.size(1), shift,
+                       out + n * K, stream);
+        if (stream) hwy::FlushStream();
+        return;
+      }
+    }
     for (int64_t n = n0; n < n1; ++n) {
       const TB* row = bt + req(n) * bs;
       const TL* l = local + n * ls;
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t v = l[k];
-        out[n * K + k] =
-            v < 0 ? -1 : (static_cast<int64_t>(row[v >> shift]) << shift) | (v & (P - 1));
-      }
+      for (int64_t k = 0; k < K; ++k) out[n * K + k] = SlotOf(l[k], row, shift);
     }
     return;
   }
@@ -88,13 +176,13 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
-void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
+void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
   const bool l64 = a.local_indices.dtype() == DType::I64;
   const bool b64 = a.block_table.dtype() == DType::I64;
-  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1);
-  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1);
-  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1);
-  MapRowsT<int32_t, int32_t>(a, n0, n1);
+  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1, stream);
+  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1, stream);
+  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1, stream);
+  MapRowsT<int32_t, int32_t>(a, n0, n1, stream);
 }
 
 // numerics.md §8.4 for channels [d0, d1) over the `valid` window rows kv[j], score[j] (ascending
@@ -263,7 +351,7 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
   HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c);
 }
 
-// Bytes written from which state rows bypass the caches (no later read of this call hits them).
+// Bytes written from which a kernel bypasses the caches (no later read of the call hits them).
 constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
@@ -274,10 +362,14 @@ void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) 
   });
 }
 
+void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
+  HWY_DYNAMIC_DISPATCH(MapRows)(a, n0, n1, stream);
+}
+
 void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx) {
-  const auto rows = HWY_DYNAMIC_DISPATCH(MapRows);
+  const bool stream = a.N * a.K * 8 >= kStreamBytes;
   parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.K * 16),
-                  [&](int64_t n0, int64_t n1) { rows(a, n0, n1); });
+                  [&](int64_t n0, int64_t n1) { map_slot_rows(a, n0, n1, stream); });
 }
 
 void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx) {
