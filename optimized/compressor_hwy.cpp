@@ -196,22 +196,24 @@ constexpr size_t kShortWindow = 16;
 constexpr size_t kLineFloats = 64 / sizeof(float);  // one cache line
 constexpr size_t kRowsAhead = 4;
 
+// `next_kv`, `next_score`: the `next` rows the next work item pools (0: none); PoolShort moves
+// them into L2 block by block while it pools its own, so that their scattered pages arrive in time.
 void PoolShort(const float* const* kv, const float* const* score, size_t valid, size_t d0,
-               size_t d1, float* c) {
+               size_t d1, float* c, const float* const* next_kv, const float* const* next_score,
+               size_t next) {
   const DF d;
   const size_t N = hn::Lanes(d);
   for (size_t base = d0; base < d1; base += kBlockVectors * N) {
+    for (size_t j = 0; j < next; ++j)
+      for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
+        __builtin_prefetch(next_score[j] + base + off, 0, 2);
+        __builtin_prefetch(next_kv[j] + base + off, 0, 2);
+      }
     VF m[kBlockVectors], den[kBlockVectors], acc[kBlockVectors];
     for (size_t u = 0; u < kBlockVectors; ++u) m[u] = hn::LoadU(d, score[0] + base + u * N);
     for (size_t j = 1; j < valid; ++j)
       for (size_t u = 0; u < kBlockVectors; ++u)
         m[u] = hn::Max(m[u], hn::LoadU(d, score[j] + base + u * N));
-    // Rows are scattered over pages: move the block after next of every row into L1 early.
-    for (size_t j = 0; j < valid; ++j)
-      for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
-        hwy::Prefetch(score[j] + base + 2 * kBlockVectors * N + off);
-        hwy::Prefetch(kv[j] + base + 2 * kBlockVectors * N + off);
-      }
     for (size_t u = 0; u < kBlockVectors; ++u) den[u] = acc[u] = hn::Zero(d);
     for (size_t j = 0; j < valid; ++j) {
       for (size_t u = 0; u < kBlockVectors; ++u) {
@@ -257,9 +259,9 @@ void PoolLong(const float* const* kv, const float* const* score, size_t valid, s
 
 // Channels [d0, d1) are multiples of 64 within 512.
 void Pool(const float* const* kv, const float* const* score, size_t valid, size_t d0, size_t d1,
-          float* c) {
+          float* c, const float* const* next_kv, const float* const* next_score, size_t next) {
   if (valid <= kShortWindow)
-    PoolShort(kv, score, valid, d0, d1, c);
+    PoolShort(kv, score, valid, d0, d1, c, next_kv, next_score, next);
   else
     PoolLong(kv, score, valid, d0, d1, c);
 }
@@ -348,7 +350,7 @@ HWY_EXPORT(Finish);
 
 void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
                  size_t d1, float* c) {
-  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c);
+  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c, nullptr, nullptr, 0);
 }
 
 // Bytes written from which a kernel bypasses the caches (no later read of the call hits them).
@@ -403,24 +405,21 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
     }
     return valid;
   };
+  const auto pool = HWY_DYNAMIC_DISPATCH(Pool);
   parallel_for(E * chunks, threads, [&](int64_t item) {
     const int64_t i = item / chunks, k = item % chunks;
     const size_t d0 = static_cast<size_t>(blocks * k / chunks * 64);
     const size_t d1 = static_cast<size_t>(blocks * (k + 1) / chunks * 64);
     const float* kv[256];
     const float* score[256];
-    if (a.W <= 16 && i + 1 < E) {
-      // Short windows: the next token's rows (scattered over pages) are fetched into L2 while
-      // this one is pooled (long windows prefetch row by row inside the pooling).
-      const size_t next = window_rows(emitting[static_cast<size_t>(i + 1)], kv, score);
-      for (size_t j = 0; j < next; ++j)
-        for (size_t off = d0; off < d1; off += 64 / sizeof(float)) {
-          __builtin_prefetch(kv[j] + off, 0, 2);
-          __builtin_prefetch(score[j] + off, 0, 2);
-        }
-    }
+    const float* next_kv[16];
+    const float* next_score[16];
+    // Short windows fetch the next token's rows while they pool (long ones row by row).
+    const size_t next = a.W <= 16 && i + 1 < E
+                            ? window_rows(emitting[static_cast<size_t>(i + 1)], next_kv, next_score)
+                            : 0;
     const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
-    pool_window(kv, score, valid, d0, d1, pooled.data() + i * HD);
+    pool(kv, score, valid, d0, d1, pooled.data() + i * HD, next_kv, next_score, next);
   });
 
   std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
