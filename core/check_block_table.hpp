@@ -103,19 +103,32 @@ class ColumnRuns {
   explicit ColumnRuns(const BlockTableRefs& refs) : refs_(refs) {}
   template <class By>
   void check(int64_t r, int64_t c0, int64_t c1, By&& by) {
-    if (r == r_ && c0 >= lo_ && c1 <= hi_) return;
+    visit(r, c0, c1, [&](int64_t c) {
+      refs_.check(r, c, by);
+      return true;
+    });
+  }
+  // The same without a referrer: false at the first bad column (the call then checks in order).
+  bool ok(int64_t r, int64_t c0, int64_t c1) {
+    return visit(r, c0, c1, [&](int64_t c) { return refs_.ok(r, c); });
+  }
+
+ private:
+  template <class Column>
+  bool visit(int64_t r, int64_t c0, int64_t c1, Column&& column) {
+    if (r == r_ && c0 >= lo_ && c1 <= hi_) return true;
     if (r != r_ || c1 < lo_ - 1 || c0 > hi_ + 1) {  // not touching the verified interval
       r_ = r;
       lo_ = c0;
       hi_ = c0 - 1;
     }
     for (int64_t c = c0; c <= c1; ++c)
-      if (c < lo_ || c > hi_) refs_.check(r, c, by);
+      if ((c < lo_ || c > hi_) && !column(c)) return false;
     lo_ = std::min(lo_, c0);
     hi_ = std::max(hi_, c1);  // verified columns are < MB: hi_ + 1 cannot overflow
+    return true;
   }
 
- private:
   const BlockTableRefs& refs_;
   int64_t r_ = -1, lo_ = 0, hi_ = -1;
 };

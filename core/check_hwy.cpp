@@ -185,6 +185,43 @@ void MinMaxOfT(const T* HWY_RESTRICT p, int64_t n, int64_t* lo, int64_t* hi) {
 void MinMaxOf32(const int32_t* p, int64_t n, int64_t* lo, int64_t* hi) { MinMaxOfT(p, n, lo, hi); }
 void MinMaxOf64(const int64_t* p, int64_t n, int64_t* lo, int64_t* hi) { MinMaxOfT(p, n, lo, hi); }
 
+// The end of the run of tokens from t (t < T) with consecutive positions of one request:
+// the first u > t with pos[u] != pos[t] + (u - t) or req[u] != req[t], or T. Blocks of 4 vectors
+// of positions (and the requests of the same tokens, in their own width) per decision.
+template <class TP, class TR>
+int64_t RunEndT(const TP* HWY_RESTRICT pos, const TR* HWY_RESTRICT req, int64_t t, int64_t T) {
+  const int64_t p0 = pos[t], r0 = req[t];
+  int64_t u = t + 1;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<TP> dp;
+  const hn::ScalableTag<TR> dr;
+  const auto N = static_cast<int64_t>(hn::Lanes(dp));  // positions per vector
+  const auto NR = static_cast<int64_t>(hn::Lanes(dr));
+  const auto r = hn::Set(dr, static_cast<TR>(r0));
+  const auto step = hn::Set(dp, static_cast<TP>(N));
+  auto expect = hn::Add(hn::Set(dp, static_cast<TP>(p0 + 1)), hn::Iota(dp, 0));  // at u = t + 1
+  for (; u + 4 * N <= T; u += 4 * N) {
+    auto same = hn::Eq(hn::LoadU(dp, pos + u), expect);
+    for (int64_t k = 1; k < 4; ++k) {
+      expect = hn::Add(expect, step);
+      same = hn::And(same, hn::Eq(hn::LoadU(dp, pos + u + k * N), expect));
+    }
+    expect = hn::Add(expect, step);
+    auto same_req = hn::Eq(hn::LoadU(dr, req + u), r);
+    for (int64_t k = NR; k < 4 * N; k += NR)
+      same_req = hn::And(same_req, hn::Eq(hn::LoadU(dr, req + u + k), r));
+    if (!hn::AllTrue(dp, same) || !hn::AllTrue(dr, same_req)) break;
+  }
+#endif
+  for (; u < T; ++u)
+    if (pos[u] != p0 + (u - t) || req[u] != r0) return u;
+  return T;
+}
+int64_t RunEnd88(const int64_t* p, const int64_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
+int64_t RunEnd84(const int64_t* p, const int32_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
+int64_t RunEnd48(const int32_t* p, const int64_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
+int64_t RunEnd44(const int32_t* p, const int32_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
+
 // Block-table references of one row of locals (check_block_table.hpp), block size 2^shift, with
 // locals and table entries of the same width T: true iff every l >= 0 of local[0 .. K) has its
 // column l >> shift below MB and the entry row[column] in [0, max_entry]. Columns are gathered
@@ -241,6 +278,10 @@ HWY_EXPORT(LocalRefsOk32);
 HWY_EXPORT(LocalRefsOk64);
 HWY_EXPORT(MinMaxOf32);
 HWY_EXPORT(MinMaxOf64);
+HWY_EXPORT(RunEnd88);
+HWY_EXPORT(RunEnd84);
+HWY_EXPORT(RunEnd48);
+HWY_EXPORT(RunEnd44);
 
 namespace {
 
@@ -328,6 +369,22 @@ bool local_refs_ok(const TensorView& local, int64_t n, const TensorView& block_t
   return HWY_DYNAMIC_DISPATCH(LocalRefsOk32)(
       reinterpret_cast<const int32_t*>(element(local, n, 0)), K,
       reinterpret_cast<const int32_t*>(element(block_table, r, 0)), MB, shift, max_entry);
+}
+
+int64_t position_run_end(const TensorView& positions, const TensorView& token_to_req, int64_t t) {
+  const int64_t T = positions.numel();
+  return with_data(positions, token_to_req, [&](const auto* p, const auto* r) -> int64_t {
+    using P = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
+    using R = std::remove_const_t<std::remove_pointer_t<decltype(r)>>;
+    if constexpr (sizeof(P) == 8 && sizeof(R) == 8)
+      return HWY_DYNAMIC_DISPATCH(RunEnd88)(p, r, t, T);
+    else if constexpr (sizeof(P) == 8)
+      return HWY_DYNAMIC_DISPATCH(RunEnd84)(p, r, t, T);
+    else if constexpr (sizeof(R) == 8)
+      return HWY_DYNAMIC_DISPATCH(RunEnd48)(p, r, t, T);
+    else
+      return HWY_DYNAMIC_DISPATCH(RunEnd44)(p, r, t, T);
+  });
 }
 
 }  // namespace dsv4cpu::detail

@@ -115,6 +115,13 @@ void check_covered_blocks(const char* op, const char* name, const TensorView& ta
 // beyond the cache" (expected "block id < 8 = num_pages").
 Limit blocks_in_cache(int64_t num_pages);
 
+// The end of the run of tokens from t (t < T = positions.numel()) at consecutive positions of one
+// request (positions, token_to_req: contiguous I32 or I64 [T]): the first u > t with
+// positions[u] != positions[t] + (u - t) or token_to_req[u] != token_to_req[t], or T. A vector
+// scan (core/check_hwy.cpp): the tokens of a prefill are one run, whose block-table columns are
+// consecutive.
+int64_t position_run_end(const TensorView& positions, const TensorView& token_to_req, int64_t t);
+
 // ceil(L / P) without overflow (L >= 0, P >= 1).
 inline int64_t pages_for(int64_t L, int64_t P) { return L / P + (L % P != 0 ? 1 : 0); }
 

@@ -8,8 +8,10 @@
 
 #include "args/compressor.hpp"
 #include "args/metadata.hpp"
-#include "metadata/common.hpp"
+#include "core/check_index.hpp"
 #include "core/parallel.hpp"
+#include "metadata/common.hpp"
+#include "optimized/fill.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {
@@ -47,11 +49,6 @@ class Int64Array {
   const int64_t* p_ = nullptr;
 };
 
-// Writes base, base + 1, ... into out[0, n).
-inline void iota_run(int64_t* out, int64_t n, int64_t base) {
-  for (int64_t i = 0; i < n; ++i) out[i] = base + i;
-}
-
 // Slots bt[r][l / P] * P + l % P of the consecutive locals l = first, first + 1, ... into
 // out[0, n), one block-table read per page.
 void page_walk(const IndexReader& bt, int64_t r, int64_t P, int64_t first, int64_t n,
@@ -59,7 +56,7 @@ void page_walk(const IndexReader& bt, int64_t r, int64_t P, int64_t first, int64
   int64_t col = first / P, off = first % P;
   for (int64_t o = 0; o < n;) {
     const int64_t run = std::min(P - off, n - o);
-    iota_run(out + o, run, bt(r, col) * P + off);
+    iota64(out + o, run, bt(r, col) * P + off);
     o += run;
     ++col;
     off = 0;
@@ -92,10 +89,9 @@ class C128aRows {
   }
   // n_t = min((pos_t + 1) / 128, W)
   int64_t entries(int64_t t) const { return std::min(completed_entries(pos_(t), 128), W_); }
-  void write(int64_t t, int64_t* row) const {
-    const int64_t n = entries(t);
-    std::copy_n(slots_.data() + offset_[static_cast<size_t>(req_(t))], n, row);
-    std::fill(row + n, row + W_, int64_t{-1});
+  void write(int64_t t, int64_t* row, bool stream) const {
+    copy_then_minus_one(row, slots_.data() + offset_[static_cast<size_t>(req_(t))], entries(t), W_,
+                        stream);
   }
 
  private:
@@ -206,7 +202,17 @@ void slot_mapping(const SlotMappingArgs& a, const RunContext& ctx) {
     with_data(a.block_table, [&](const auto* bt) {
       const auto run = [&](auto column, auto offset) {
         parallel_ranges(a.T, a.T, ctx, [&](int64_t lo, int64_t hi) {
-          slots_range(pos, req, bt, row_stride, P, column, offset, lo, hi, out);
+          // Runs of consecutive positions of one request (prefills) page by page, other tokens
+          // one by one.
+          for (int64_t t = lo, e = lo; t < hi; t = e) {
+            if (t + 1 < hi && pos[t + 1] == pos[t] + 1 && req[t + 1] == req[t]) {
+              e = std::min(position_run_end(a.positions, a.token_to_req, t), hi);
+              page_walk(IndexReader(a.block_table), req[t], P, pos[t], e - t, out + t);
+            } else {
+              e = t + 1;
+              slots_range(pos, req, bt, row_stride, P, column, offset, t, e, out);
+            }
+          }
         });
       };
       if ((P & (P - 1)) == 0) {
@@ -254,8 +260,9 @@ void c128a_topk_indices(const C128aTopkIndicesArgs& a, const RunContext& ctx) {
   const Int64Array pos(a.positions), req(a.token_to_req);
   const C128aRows rows(pos, req, a.block_table, a.block_size, a.W, a.T, ctx);
   int64_t* indices = a.indices.ptr<int64_t>();
+  const bool stream = a.T * a.W * 8 >= kStreamBytes;
   parallel_ranges(a.T, a.T * a.W, ctx, [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) rows.write(t, indices + t * a.W);
+    for (int64_t t = lo; t < hi; ++t) rows.write(t, indices + t * a.W, stream);
   });
 }
 
@@ -267,16 +274,15 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
   int64_t* global = a.decode_global.ptr<int64_t>();
   int32_t* lens = a.decode_lens.ptr<int32_t>();
   int32_t* local = a.prefill_local.ptr<int32_t>();
+  const bool stream = nd * W * 8 + (a.T - nd) * W * 4 >= kStreamBytes;
   parallel_ranges(a.T, a.T * W, ctx, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t n = rows.entries(t);
       if (t < nd) {
-        rows.write(t, global + t * W);
+        rows.write(t, global + t * W, stream);
         lens[t] = static_cast<int32_t>(!own.present() || own(t) >= 0 ? n : 0);
       } else {
-        int32_t* row = local + (t - nd) * W;
-        for (int64_t o = 0; o < n; ++o) row[o] = static_cast<int32_t>(o);
-        std::fill(row + n, row + W, int32_t{-1});
+        iota_then_minus_one(local + (t - nd) * W, n, W, stream);
       }
     }
   });
@@ -286,7 +292,6 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
 // are counted from its locals while they are in cache (a slot is >= 0 iff its local is).
 void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext& ctx) {
   constexpr int64_t kBlockRows = 8;
-  constexpr int64_t kStreamBytes = int64_t{16} << 20;  // outputs that bypass the caches
   const int64_t K = a.K, row_stride = a.topk_indices.stride(0);
   const IndexReader own(a.token_slot_mapping);
   int32_t* lens = a.lens.ptr<int32_t>();

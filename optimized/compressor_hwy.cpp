@@ -18,6 +18,7 @@
 
 #include "core/check.hpp"
 #include "args/compressor.hpp"
+#include "optimized/fill.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -352,9 +353,6 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
                  size_t d1, float* c) {
   HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c, nullptr, nullptr, 0);
 }
-
-// Bytes written from which a kernel bypasses the caches (no later read of the call hits them).
-constexpr int64_t kStreamBytes = int64_t{16} << 20;
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
