@@ -26,16 +26,20 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Bytes per block: one decision (a reduction and a branch) per block.
 constexpr int64_t kBlockBytes = 1024;
 
-// The first i in [0, n) with bad(i), or n: blocks of `block` elements (a multiple of the vector
-// step) are decided by flagged(begin), which must hold for every block holding a bad element (it
-// may also hold for others); flagged blocks and the tail are searched with bad(i).
+// The first i in [0, n) with bad(i), or n: blocks of `block` elements, then what remains in
+// multiples of `step` (the vector step; `block` is a multiple of it), are decided by
+// flagged(begin, end), which must hold for every block holding a bad element (it may also hold
+// for others); flagged blocks and the last elements are searched with bad(i).
 template <class Flagged, class Bad>
-HWY_INLINE int64_t FirstBad(int64_t n, int64_t block, const Flagged& flagged, const Bad& bad) {
+HWY_INLINE int64_t FirstBad(int64_t n, int64_t block, int64_t step, const Flagged& flagged,
+                            const Bad& bad) {
   int64_t b = 0;
-  for (; b + block <= n; b += block) {
-    if (HWY_LIKELY(!flagged(b))) continue;
-    for (int64_t i = b; i < b + block; ++i)
-      if (bad(i)) return i;
+  while (b < n - n % step) {
+    const int64_t e = std::min(b + block, n - n % step);
+    if (HWY_UNLIKELY(flagged(b, e)))
+      for (int64_t i = b; i < e; ++i)
+        if (bad(i)) return i;
+    b = e;
   }
   for (int64_t i = b; i < n; ++i)
     if (bad(i)) return i;
@@ -58,10 +62,10 @@ int64_t FirstNonFinite(const float* HWY_RESTRICT x, int64_t n) {
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (4 * N), 1) * 4 * N;
   return FirstBad(
-      n, block,
-      [&](int64_t b) {
+      n, block, 4 * N,
+      [&](int64_t b, int64_t e) {
         auto m = hn::Zero(du);
-        for (int64_t i = b; i < b + block; i += 4 * N) {
+        for (int64_t i = b; i < e; i += 4 * N) {
           const auto p = hn::Max(AbsBits(hn::LoadU(df, x + i)), AbsBits(hn::LoadU(df, x + i + N)));
           const auto q = hn::Max(AbsBits(hn::LoadU(df, x + i + 2 * N)),
                                  AbsBits(hn::LoadU(df, x + i + 3 * N)));
@@ -79,10 +83,10 @@ int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (2 * N), 1) * 2 * N;
   return FirstBad(
-      n, block,
-      [&](int64_t k) {
+      n, block, 2 * N,
+      [&](int64_t k, int64_t e) {
         auto m = hn::Zero(du);
-        for (int64_t i = k; i < k + block; i += 2 * N)
+        for (int64_t i = k; i < e; i += 2 * N)
           m = hn::Max(m, hn::Max(AbsBits(hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i))),
                                  AbsBits(hn::Add(hn::LoadU(df, a + i + N),
                                                  hn::LoadU(df, b + i + N)))));
@@ -126,10 +130,10 @@ int64_t FirstOutsideT(const T* HWY_RESTRICT p, int64_t n, int64_t lo, int64_t hi
   const U* u = reinterpret_cast<const U*>(p);
   const int64_t block = std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / (4 * N), 1) * 4 * N;
   return FirstBad(
-      n, block,
-      [&](int64_t b) {
+      n, block, 4 * N,
+      [&](int64_t b, int64_t e) {
         auto m = hn::Zero(du);
-        for (int64_t i = b; i < b + block; i += 4 * N) {
+        for (int64_t i = b; i < e; i += 4 * N) {
           const auto x = hn::Max(hn::Add(hn::LoadU(du, u + i), shift),
                                  hn::Add(hn::LoadU(du, u + i + N), shift));
           const auto y = hn::Max(hn::Add(hn::LoadU(du, u + i + 2 * N), shift),
@@ -154,10 +158,10 @@ int64_t FirstNanCode(const uint8_t* HWY_RESTRICT c, int64_t n) {
   const int64_t block = std::max<int64_t>(kBlockBytes / N, 1) * N;
   const auto low7 = hn::Set(d8, 0x7F);
   return FirstBad(
-      n, block,
-      [&](int64_t b) {
+      n, block, N,
+      [&](int64_t b, int64_t e) {
         auto m = hn::Zero(d8);
-        for (int64_t i = b; i < b + block; i += N) m = hn::Max(m, hn::And(hn::LoadU(d8, c + i), low7));
+        for (int64_t i = b; i < e; i += N) m = hn::Max(m, hn::And(hn::LoadU(d8, c + i), low7));
         return !hn::AllFalse(d8, hn::Eq(m, low7));
       },
       [&](int64_t i) { return (c[i] & 0x7F) == 0x7F; });

@@ -205,11 +205,6 @@ void PoolShort(const float* const* kv, const float* const* score, size_t valid, 
   const DF d;
   const size_t N = hn::Lanes(d);
   for (size_t base = d0; base < d1; base += kBlockVectors * N) {
-    for (size_t j = 0; j < next; ++j)
-      for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
-        __builtin_prefetch(next_score[j] + base + off, 0, 2);
-        __builtin_prefetch(next_kv[j] + base + off, 0, 2);
-      }
     VF m[kBlockVectors], den[kBlockVectors], acc[kBlockVectors];
     for (size_t u = 0; u < kBlockVectors; ++u) m[u] = hn::LoadU(d, score[0] + base + u * N);
     for (size_t j = 1; j < valid; ++j)
@@ -217,6 +212,13 @@ void PoolShort(const float* const* kv, const float* const* score, size_t valid, 
         m[u] = hn::Max(m[u], hn::LoadU(d, score[j] + base + u * N));
     for (size_t u = 0; u < kBlockVectors; ++u) den[u] = acc[u] = hn::Zero(d);
     for (size_t j = 0; j < valid; ++j) {
+      // The next token's lines of this block, a few per step (a burst would fill the miss
+      // buffers and stall the loads of this block).
+      if (j < next)
+        for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
+          __builtin_prefetch(next_score[j] + base + off, 0, 2);
+          __builtin_prefetch(next_kv[j] + base + off, 0, 2);
+        }
       for (size_t u = 0; u < kBlockVectors; ++u) {
         const VF e = ExpLib(hn::Sub(hn::LoadU(d, score[j] + base + u * N), m[u]));
         den[u] = hn::Add(den[u], e);
@@ -387,7 +389,6 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
   const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8);
   const int64_t blocks = HD / 64;
   const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
-  std::vector<float> pooled(static_cast<size_t>(E * HD));
   // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
   // the state row, score at SW + that offset.
   auto window_rows = [&](int64_t t, const float** kv, const float** score) {
@@ -404,10 +405,16 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
     return valid;
   };
   const auto pool = HWY_DYNAMIC_DISPATCH(Pool);
-  parallel_for(E * chunks, threads, [&](int64_t item) {
-    const int64_t i = item / chunks, k = item % chunks;
-    const size_t d0 = static_cast<size_t>(blocks * k / chunks * 64);
-    const size_t d1 = static_cast<size_t>(blocks * (k + 1) / chunks * 64);
+  const auto finish = HWY_DYNAMIC_DISPATCH(Finish);
+  std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
+  std::vector<uint8_t> finite(static_cast<size_t>(E));
+  const auto finish_entry = [&](int64_t i, const float* c) {
+    uint8_t* entry = entries.data() + i * entry_bytes;
+    finite[static_cast<size_t>(i)] =
+        finish(a, pos(emitting[static_cast<size_t>(i)]), c, entry, entry + L.data_bytes);
+  };
+  // Pools channels [d0, d1) of emitting token i into c[d0, d1).
+  const auto pool_token = [&](int64_t i, size_t d0, size_t d1, float* c) {
     const float* kv[256];
     const float* score[256];
     const float* next_kv[16];
@@ -417,17 +424,24 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
                             ? window_rows(emitting[static_cast<size_t>(i + 1)], next_kv, next_score)
                             : 0;
     const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
-    pool(kv, score, valid, d0, d1, pooled.data() + i * HD, next_kv, next_score, next);
-  });
-
-  std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
-  std::vector<uint8_t> finite(static_cast<size_t>(E));
-  const auto finish = HWY_DYNAMIC_DISPATCH(Finish);
-  parallel_for(E, std::min<int>(threads, static_cast<int>(E)), [&](int64_t i) {
-    uint8_t* entry = entries.data() + i * entry_bytes;
-    finite[static_cast<size_t>(i)] = finish(a, pos(emitting[static_cast<size_t>(i)]),
-                                            pooled.data() + i * HD, entry, entry + L.data_bytes);
-  });
+    pool(kv, score, valid, d0, d1, c, next_kv, next_score, next);
+  };
+  if (chunks == 1) {  // each token pooled and finished by one thread, its vector in L1
+    parallel_for(E, threads, [&](int64_t i) {
+      HWY_ALIGN float c[512];
+      pool_token(i, 0, static_cast<size_t>(HD), c);
+      finish_entry(i, c);
+    });
+  } else {
+    std::vector<float> pooled(static_cast<size_t>(E * HD));
+    parallel_for(E * chunks, threads, [&](int64_t item) {
+      const int64_t i = item / chunks, k = item % chunks;
+      pool_token(i, static_cast<size_t>(blocks * k / chunks * 64),
+                 static_cast<size_t>(blocks * (k + 1) / chunks * 64), pooled.data() + i * HD);
+    });
+    parallel_for(E, std::min<int>(threads, static_cast<int>(E)),
+                 [&](int64_t i) { finish_entry(i, pooled.data() + i * HD); });
+  }
   if (ctx.check_finite)
     for (uint8_t ok : finite)
       if (!ok) return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error
