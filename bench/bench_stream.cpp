@@ -1,8 +1,9 @@
 // The rooflines the memory-bound ops are compared with (achieved bytes/s ÷ roofline bytes/s), each
 // over 64 MiB buffers, on one thread (CPU time, like the single-thread op runs) and on two
-// (`/threads:2/real_time`, each thread streaming its half, like the two-thread op runs). stream_copy
-// also runs on buffers from 64 KiB to 4 MiB, where the two-thread runs show from which size a
-// split pays for starting and joining the second thread (the work threshold of core/parallel.hpp):
+// (`/threads:2/real_time`, each thread streaming its half, like the two-thread op runs).
+// stream_copy also runs on buffers from 64 KiB to 4 MiB, where the two-thread runs show from which
+// size a split pays for starting and joining the second thread (the work threshold of
+// core/parallel.hpp):
 //   stream_read   sums a buffer (bytes read);
 //   stream_copy   std::memcpy of a buffer into another (bytes read + bytes written);
 //   stream_write  std::memset of a buffer (bytes written).
@@ -49,9 +50,8 @@ void stream_read(benchmark::State& state, int64_t bytes, int threads) {
   Buffer<uint64_t> buf(static_cast<size_t>(bytes) / sizeof(uint64_t));
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = i;
   for (auto _ : state)
-    split(buf.size(), threads, [&](size_t b, size_t e) {
-      benchmark::DoNotOptimize(sum(buf.data() + b, e - b));
-    });
+    split(buf.size(), threads,
+          [&](size_t b, size_t e) { benchmark::DoNotOptimize(sum(buf.data() + b, e - b)); });
   state.SetBytesProcessed(state.iterations() * bytes);
   state.SetLabel("traffic=read");
 }
@@ -73,7 +73,8 @@ void stream_write(benchmark::State& state, int64_t bytes, int threads) {
   int value = 0;
   for (auto _ : state) {
     ++value;
-    split(dst.size(), threads, [&](size_t b, size_t e) { std::memset(dst.data() + b, value, e - b); });
+    split(dst.size(), threads,
+          [&](size_t b, size_t e) { std::memset(dst.data() + b, value, e - b); });
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * bytes);
@@ -85,9 +86,9 @@ using Roofline = void (*)(benchmark::State&, int64_t, int);
 void register_roofline(const char* name, Roofline f, int64_t bytes) {
   const std::string base = name + ("/" + std::to_string(bytes));
   benchmark::RegisterBenchmark(base.c_str(), [f, bytes](benchmark::State& s) { f(s, bytes, 1); });
-  benchmark::RegisterBenchmark((base + "/threads:2").c_str(),
-                               [f, bytes](benchmark::State& s) { f(s, bytes, 2); })
-      ->UseRealTime();
+  benchmark::RegisterBenchmark((base + "/threads:2").c_str(), [f, bytes](benchmark::State& s) {
+    f(s, bytes, 2);
+  })->UseRealTime();
 }
 
 }  // namespace

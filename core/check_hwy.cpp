@@ -67,8 +67,8 @@ int64_t FirstNonFinite(const float* HWY_RESTRICT x, int64_t n) {
         auto m = hn::Zero(du);
         for (int64_t i = b; i < e; i += 4 * N) {
           const auto p = hn::Max(AbsBits(hn::LoadU(df, x + i)), AbsBits(hn::LoadU(df, x + i + N)));
-          const auto q = hn::Max(AbsBits(hn::LoadU(df, x + i + 2 * N)),
-                                 AbsBits(hn::LoadU(df, x + i + 3 * N)));
+          const auto q =
+              hn::Max(AbsBits(hn::LoadU(df, x + i + 2 * N)), AbsBits(hn::LoadU(df, x + i + 3 * N)));
           m = hn::Max(m, hn::Max(p, q));
         }
         return hn::GetLane(hn::MaxOfLanes(du, m)) >= kInfBits;
@@ -87,9 +87,9 @@ int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT
       [&](int64_t k, int64_t e) {
         auto m = hn::Zero(du);
         for (int64_t i = k; i < e; i += 2 * N)
-          m = hn::Max(m, hn::Max(AbsBits(hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i))),
-                                 AbsBits(hn::Add(hn::LoadU(df, a + i + N),
-                                                 hn::LoadU(df, b + i + N)))));
+          m = hn::Max(
+              m, hn::Max(AbsBits(hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i))),
+                         AbsBits(hn::Add(hn::LoadU(df, a + i + N), hn::LoadU(df, b + i + N)))));
         return hn::GetLane(hn::MaxOfLanes(du, m)) >= kInfBits;
       },
       [&](int64_t i) { return !std::isfinite(a[i] + b[i]); });
@@ -128,7 +128,8 @@ int64_t FirstOutsideT(const T* HWY_RESTRICT p, int64_t n, int64_t lo, int64_t hi
                           : static_cast<U>(U{1} << (8 * sizeof(U) - 1));
   const auto shift = hn::Set(du, static_cast<U>(-lo));
   const U* u = reinterpret_cast<const U*>(p);
-  const int64_t block = std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / (4 * N), 1) * 4 * N;
+  const int64_t block =
+      std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / (4 * N), 1) * 4 * N;
   return FirstBad(
       n, block, 4 * N,
       [&](int64_t b, int64_t e) {
@@ -221,10 +222,18 @@ int64_t RunEndT(const TP* HWY_RESTRICT pos, const TR* HWY_RESTRICT req, int64_t 
     if (pos[u] != p0 + (u - t) || req[u] != r0) return u;
   return T;
 }
-int64_t RunEnd88(const int64_t* p, const int64_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
-int64_t RunEnd84(const int64_t* p, const int32_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
-int64_t RunEnd48(const int32_t* p, const int64_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
-int64_t RunEnd44(const int32_t* p, const int32_t* r, int64_t t, int64_t T) { return RunEndT(p, r, t, T); }
+int64_t RunEnd88(const int64_t* p, const int64_t* r, int64_t t, int64_t T) {
+  return RunEndT(p, r, t, T);
+}
+int64_t RunEnd84(const int64_t* p, const int32_t* r, int64_t t, int64_t T) {
+  return RunEndT(p, r, t, T);
+}
+int64_t RunEnd48(const int32_t* p, const int64_t* r, int64_t t, int64_t T) {
+  return RunEndT(p, r, t, T);
+}
+int64_t RunEnd44(const int32_t* p, const int32_t* r, int64_t t, int64_t T) {
+  return RunEndT(p, r, t, T);
+}
 
 // Block-table references of one row of locals (check_block_table.hpp), block size 2^shift, with
 // locals and table entries of the same width T: true iff every l >= 0 of local[0 .. K) has its
@@ -320,9 +329,9 @@ int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threa
   // Elements [b, e) of the contiguous run starting at byte address p.
   const auto scan = [&](const void* p, int64_t b, int64_t e) {
     return wide ? b + HWY_DYNAMIC_DISPATCH(FirstOutside64)(static_cast<const int64_t*>(p) + b,
-                                                            e - b, lo, hi)
+                                                           e - b, lo, hi)
                 : b + HWY_DYNAMIC_DISPATCH(FirstOutside32)(static_cast<const int32_t*>(p) + b,
-                                                            e - b, lo, hi);
+                                                           e - b, lo, hi);
   };
   if (v.rank() < 2 || v.contiguous())
     return parallel_first(n, threads, [&](int64_t b, int64_t e) { return scan(v.data(), b, e); });
@@ -345,12 +354,14 @@ int64_t first_nan_code(const uint8_t* c, int64_t n, int num_threads) {
 std::pair<int64_t, int64_t> row_min_max(const TensorView& v, int64_t row) {
   const int64_t n = v.size(v.rank() - 1);
   int64_t lo = 0, hi = 0;
-  if (v.dtype() == DType::I64)
-    HWY_DYNAMIC_DISPATCH(MinMaxOf64)(reinterpret_cast<const int64_t*>(element(v, row, 0)), n, &lo,
-                                     &hi);
-  else
-    HWY_DYNAMIC_DISPATCH(MinMaxOf32)(reinterpret_cast<const int32_t*>(element(v, row, 0)), n, &lo,
-                                     &hi);
+  const char* p = element(v, row, 0);
+  if (v.dtype() == DType::I64) {
+    const auto scan = HWY_DYNAMIC_DISPATCH(MinMaxOf64);
+    scan(reinterpret_cast<const int64_t*>(p), n, &lo, &hi);
+  } else {
+    const auto scan = HWY_DYNAMIC_DISPATCH(MinMaxOf32);
+    scan(reinterpret_cast<const int32_t*>(p), n, &lo, &hi);
+  }
   return {lo, hi};
 }
 
@@ -363,8 +374,8 @@ bool entries_within(const TensorView& table, int64_t row, int64_t c0, int64_t c1
              reinterpret_cast<const int32_t*>(element(table, row, c0)), c1 - c0, 0, hi) == c1 - c0;
 }
 
-bool local_refs_ok(const TensorView& local, int64_t n, const TensorView& block_table,
-                   int64_t r, int shift, int64_t max_entry) {
+bool local_refs_ok(const TensorView& local, int64_t n, const TensorView& block_table, int64_t r,
+                   int shift, int64_t max_entry) {
   const int64_t K = local.size(1), MB = block_table.size(1);
   if (local.dtype() == DType::I64)
     return HWY_DYNAMIC_DISPATCH(LocalRefsOk64)(

@@ -25,9 +25,26 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 // Per-thread scratch of first_repeated_slot, kept between calls.
 struct RepeatScratch {
-  std::vector<uint64_t> bits;                       // one bit per slot of the range
-  std::vector<std::pair<int64_t, int64_t>> sorted;  // (slot, token)
+  std::vector<uint64_t> bits;                      // one bit per slot of the range
+  std::vector<std::pair<uint64_t, int64_t>> a, b;  // (slot, token), radix-sorted by slot
 };
+
+// Stable LSD radix sort of `a` by slot (< range), 8 bits per pass, passes whose digit is the same
+// for every pair skipped: linear in the pairs, tokens stay ascending within a slot.
+void sort_by_slot(std::vector<std::pair<uint64_t, int64_t>>& a,
+                  std::vector<std::pair<uint64_t, int64_t>>& b, int64_t range) {
+  const int bits =
+      64 - __builtin_clzll(static_cast<unsigned long long>(std::max<int64_t>(range - 1, 1)));
+  b.resize(a.size());
+  for (int shift = 0; shift < bits; shift += 8) {
+    size_t count[257] = {};
+    for (const auto& p : a) ++count[((p.first >> shift) & 0xFF) + 1];
+    if (*std::max_element(count + 1, count + 257) == a.size()) continue;
+    for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+    for (const auto& p : a) b[count[(p.first >> shift) & 0xFF]++] = p;
+    a.swap(b);
+  }
+}
 
 }  // namespace
 
@@ -143,12 +160,12 @@ RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t ran
     }
     for (int64_t u = 0; u < t; ++u)  // clear what this call set
       if (writing(u)) bits[static_cast<uint64_t>(slot(u)) / 64] = 0;
-  } else {
-    std::vector<std::pair<int64_t, int64_t>>& sorted = scratch.sorted;
+  } else {  // a range far larger than the tokens: their slots sorted, in linear time
+    auto& sorted = scratch.a;
     sorted.clear();
     for (int64_t t = 0; t < n; ++t)
-      if (writing(t)) sorted.emplace_back(slot(t), t);
-    std::sort(sorted.begin(), sorted.end());
+      if (writing(t)) sorted.emplace_back(static_cast<uint64_t>(slot(t)), t);
+    sort_by_slot(sorted, scratch.b, range);
     for (size_t i = 1; i < sorted.size(); ++i)
       if (sorted[i].first == sorted[i - 1].first &&
           (found.token < 0 || sorted[i].second < found.token))

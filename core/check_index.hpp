@@ -77,8 +77,9 @@ void check_slots(const char* op, const char* name, const TensorView& v);
 
 // The first token t < n among the writing ones (writes[t] != 0; every valid slot when `writes` is
 // null) whose slot an earlier writing token wrote, and that earlier token. The n slots are -1 or
-// in [0, range). A bitmap over the range when it is small against n, else a sort; either way
-// reused per thread.
+// in [0, range). A bitmap over the range when it is small against n (at most max(2^20, 64·n)
+// bits), else a radix sort of the writers' slots (linear); either kept per thread between calls,
+// bounded by the range or the tokens of the largest call.
 struct RepeatedSlot {
   int64_t token = -1, first = -1;
   explicit operator bool() const noexcept { return token >= 0; }

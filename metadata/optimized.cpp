@@ -295,8 +295,8 @@ void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext
   const int64_t K = a.K, row_stride = a.topk_indices.stride(0);
   const IndexReader own(a.token_slot_mapping);
   int32_t* lens = a.lens.ptr<int32_t>();
-  const MapLocalToGlobalSlotsArgs map{a.topk_indices, a.token_to_req, a.block_table, a.block_size,
-                                      a.indices, a.T, K};
+  const MapLocalToGlobalSlotsArgs map{
+      a.topk_indices, a.token_to_req, a.block_table, a.block_size, a.indices, a.T, K};
   const bool stream = a.T * K * 8 >= kStreamBytes;
   with_data(a.topk_indices, [&](const auto* topk) {
     using L = std::remove_const_t<std::remove_pointer_t<decltype(topk)>>;

@@ -8,16 +8,16 @@
 // rounding on every target (optimized/numerics_hwy-inl.h).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/compressor_hwy.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
-#include "core/check.hpp"
 #include "args/compressor.hpp"
+#include "core/check.hpp"
 #include "optimized/fill.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
@@ -83,8 +83,9 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
     for (; k < K && reinterpret_cast<uintptr_t>(out + k) % align != 0; ++k)
       out[k] = SlotOf(l[k], row, shift);
   const auto slots = [&](auto entry, auto local, int64_t* to) {  // int64 lanes
-    const auto slot = hn::IfThenElse(hn::Lt(local, hn::Zero(d64)), minus_one,
-                                     hn::Or(hn::ShiftLeftSame(entry, shift), hn::And(local, offset)));
+    const auto slot =
+        hn::IfThenElse(hn::Lt(local, hn::Zero(d64)), minus_one,
+                       hn::Or(hn::ShiftLeftSame(entry, shift), hn::And(local, offset)));
     if (stream)
       hn::Stream(slot, d64, to);
     else
@@ -94,7 +95,8 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
   // or of consecutive locals), the entries come from one vector by a lane permutation.
   const hn::RebindToUnsigned<decltype(d)> du;
   auto top = hn::Set(d, T{-1});
-  auto bottom = hn::Set(du, std::numeric_limits<hn::TFromD<decltype(du)>>::max());  // negatives last
+  auto bottom =
+      hn::Set(du, std::numeric_limits<hn::TFromD<decltype(du)>>::max());  // negatives last
   int64_t j = k;
   for (; j + N <= K; j += N) {
     const auto v = hn::LoadU(d, l + j);
@@ -115,11 +117,12 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
   for (; k + N <= K; k += N) {
     const auto v = hn::LoadU(d, l + k);
     const auto negative = hn::Lt(v, hn::Zero(d));
+    const auto col = hn::IfThenZeroElse(negative, hn::ShiftRightSame(v, shift));
     const auto entry =
         window >= 0
-            ? hn::TableLookupLanes(table, hn::IndicesFromVec(d, hn::IfThenZeroElse(
-                                                                  negative, hn::Sub(hn::ShiftRightSame(v, shift), first))))
-            : hn::GatherIndex(d, row, hn::IfThenZeroElse(negative, hn::ShiftRightSame(v, shift)));
+            ? hn::TableLookupLanes(
+                  table, hn::IndicesFromVec(d, hn::IfThenZeroElse(negative, hn::Sub(col, first))))
+            : hn::GatherIndex(d, row, col);
     if constexpr (sizeof(T) == 8) {
       slots(entry, v, out + k);
     } else {
@@ -359,9 +362,8 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= kStreamBytes;
-  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16), [&](int64_t t0, int64_t t1) {
-    rows(a, t0, t1, stream, ctx.check_finite);
-  });
+  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16),
+                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, ctx.check_finite); });
 }
 
 void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {

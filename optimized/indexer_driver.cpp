@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "args/indexer.hpp"
+#include "core/parallel.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "optimized/indexer_logits.hpp"
-#include "core/parallel.hpp"
 #include "optimized/topk.hpp"
 
 namespace dsv4cpu::detail::opt {

@@ -79,8 +79,8 @@ HWY_INLINE VF ExpLib(VF x) {
   // u lies in [0.70, 1.42]: for k in [−125, 127] u·2^k is normal, and adding k to u's exponent
   // field gives its bits.
   if (HWY_LIKELY(hn::AllTrue(du, hn::Lt(k125, hn::Set(du, 253u)))))
-    return hn::BitCast(d, hn::Add(hn::BitCast(du, u),
-                                  hn::ShiftLeft<23>(hn::Sub(kb, hn::Set(du, kMagicBits)))));
+    return hn::BitCast(
+        d, hn::Add(hn::BitCast(du, u), hn::ShiftLeft<23>(hn::Sub(kb, hn::Set(du, kMagicBits)))));
   // kMagicBits is even: kb >> 1 = kMagicBits/2 + floor(k/2).
   const VU k1 = hn::ShiftRight<1>(kb);
   const VU k2 = hn::Sub(kb, k1);  // kMagicBits/2 + k − floor(k/2)
