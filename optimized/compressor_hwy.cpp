@@ -26,8 +26,8 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
 // stores where the row is aligned (rows far larger than the caches, read by a later call);
-// `descending`: the last token first (the validation has just read the rows in ascending order,
-// so the most recent ones are still cached).
+// `descending`: the last token first (inputs larger than the caches that the validation has just
+// read in ascending order: the most recent rows are still cached).
 void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
               bool descending) {
   const DF d;
@@ -362,8 +362,9 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= kStreamBytes;
-  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16),
-                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, ctx.check_finite); });
+  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16), [&](int64_t t0, int64_t t1) {
+    rows(a, t0, t1, stream, stream && ctx.check_finite);
+  });
 }
 
 void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
