@@ -55,44 +55,37 @@ HWY_INLINE hn::Vec<DU32> AbsBits(V x) {
   return hn::And(hn::BitCast(DU32(), x), hn::Set(DU32(), kAbsMask));
 }
 
-// Index of the first NaN or ±inf of x[0 .. n), or n: |x| as bits is >= 0x7F800000 exactly there.
-int64_t FirstNonFinite(const float* HWY_RESTRICT x, int64_t n) {
-  const DF32 df;
+// Index of the first i in [0, n) whose value(i) is NaN or ±inf, or n; vec(i) is the vector of
+// value(i .. i + N). A value is not finite exactly when its |bits| are >= 0x7F800000.
+template <class Vec, class Value>
+HWY_INLINE int64_t FirstNonFiniteOf(int64_t n, const Vec& vec, const Value& value) {
   const DU32 du;
-  const auto N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (4 * N), 1) * 4 * N;
+  const auto N = static_cast<int64_t>(hn::Lanes(du));
+  const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (2 * N), 1) * 2 * N;
   return FirstBad(
-      n, block, 4 * N,
+      n, block, 2 * N,
       [&](int64_t b, int64_t e) {
         auto m = hn::Zero(du);
-        for (int64_t i = b; i < e; i += 4 * N) {
-          const auto p = hn::Max(AbsBits(hn::LoadU(df, x + i)), AbsBits(hn::LoadU(df, x + i + N)));
-          const auto q =
-              hn::Max(AbsBits(hn::LoadU(df, x + i + 2 * N)), AbsBits(hn::LoadU(df, x + i + 3 * N)));
-          m = hn::Max(m, hn::Max(p, q));
-        }
+        for (int64_t i = b; i < e; i += 2 * N)
+          m = hn::Max(m, hn::Max(AbsBits(vec(i)), AbsBits(vec(i + N))));
         return hn::GetLane(hn::MaxOfLanes(du, m)) >= kInfBits;
       },
-      [&](int64_t i) { return !std::isfinite(x[i]); });
+      [&](int64_t i) { return !std::isfinite(value(i)); });
+}
+
+// Index of the first NaN or ±inf of x[0 .. n), or n.
+int64_t FirstNonFinite(const float* HWY_RESTRICT x, int64_t n) {
+  const DF32 df;
+  return FirstNonFiniteOf(
+      n, [&](int64_t i) { return hn::LoadU(df, x + i); }, [&](int64_t i) { return x[i]; });
 }
 
 // Index of the first i with RN(a[i] + b[i]) NaN or ±inf, or n.
 int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
   const DF32 df;
-  const DU32 du;
-  const auto N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (2 * N), 1) * 2 * N;
-  return FirstBad(
-      n, block, 2 * N,
-      [&](int64_t k, int64_t e) {
-        auto m = hn::Zero(du);
-        for (int64_t i = k; i < e; i += 2 * N)
-          m = hn::Max(
-              m, hn::Max(AbsBits(hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i))),
-                         AbsBits(hn::Add(hn::LoadU(df, a + i + N), hn::LoadU(df, b + i + N)))));
-        return hn::GetLane(hn::MaxOfLanes(du, m)) >= kInfBits;
-      },
-      [&](int64_t i) { return !std::isfinite(a[i] + b[i]); });
+  return FirstNonFiniteOf(
+      n, [&](int64_t i) { return hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i)); },
+      [&](int64_t i) { return a[i] + b[i]; });
 }
 
 // True iff a[0 .. n), b[0 .. n) and every RN(b[i] + c[i]) are finite: one pass over three rows.
