@@ -39,6 +39,8 @@ bool local_refs_pass(const BlockTableRefs& refs, const TensorView& local, const 
   const IndexReader req(req_v);
   const int threads =
       threads_for(num_threads, N * K * static_cast<int64_t>(dtype_size(local.dtype())));
+  // Entries must lie in [0, max_entry]: an exclusive bound, or none when every entry fits (P = 1).
+  const int64_t entry_limit = refs.max_entry() == kNoLimit ? kNoLimit : refs.max_entry() + 1;
   const int64_t bad = parallel_first(N, threads, [&](int64_t n0, int64_t n1) {
     int64_t last = -1, valid = 0;  // columns [0, valid) of row `last` are valid
     for (int64_t n = n0; n < n1; ++n) {
@@ -52,7 +54,7 @@ bool local_refs_pass(const BlockTableRefs& refs, const TensorView& local, const 
       }
       if (c < valid) continue;
       if (c < MB && c + 1 - valid <= 4 * K &&
-          entries_within(refs.table(), r, valid, c + 1, refs.max_entry() + 1)) {
+          entries_within(refs.table(), r, valid, c + 1, entry_limit)) {
         valid = c + 1;
         continue;
       }

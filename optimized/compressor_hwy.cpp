@@ -112,7 +112,7 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
   int64_t window = -1;  // the first column of the window, or -1: gather
   if (hi >= 0 && MB >= N && (hi >> shift) - static_cast<int64_t>(lo >> shift) < N)
     window = std::min<int64_t>(static_cast<int64_t>(lo >> shift), MB - N);
-  const auto table = hn::LoadU(d, row + std::max<int64_t>(window, 0));
+  const auto table = window >= 0 ? hn::LoadU(d, row + window) : hn::Zero(d);
   const auto first = hn::Set(d, static_cast<T>(std::max<int64_t>(window, 0)));
   for (; k + N <= K; k += N) {
     const auto v = hn::LoadU(d, l + k);
