@@ -49,14 +49,18 @@ void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
   check_positions(op, a.positions, &rows);
   // (e) finiteness of q, weights and the table rows used (row-major over the table)
   if (!o.check_finite) return;
-  check_finite(op, "q", a.q);
-  check_finite(op, "weights", a.weights);
+  check_finite(op, "q", a.q, o.num_threads);
+  check_finite(op, "weights", a.weights, o.num_threads);
   const IndexReader positions(a.positions);
+  const float* table = a.cos_sin_cache.ptr<const float>();
+  bool rows_finite = true;  // the passing path: every token's row, no order needed
+  for (int64_t t = 0; t < a.T && rows_finite; ++t)
+    rows_finite = first_non_finite(table + positions(t) * 64, 64) == 64;
+  if (rows_finite) return;
   std::vector<int64_t> used(static_cast<size_t>(a.T));
   for (int64_t t = 0; t < a.T; ++t) used[static_cast<size_t>(t)] = positions(t);
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
-  const float* table = a.cos_sin_cache.ptr<const float>();
   for (int64_t row : used) check_finite_row(op, "cos_sin_cache", row, table + row * 64, 64);
 }
 

@@ -13,7 +13,7 @@
 namespace dsv4cpu {
 namespace detail {
 
-void validate(MapLocalToGlobalSlotsArgs& a, const Options&) {
+void validate(MapLocalToGlobalSlotsArgs& a, const Options& o) {
   constexpr const char* op = "map_local_to_global_slots";
   std::tie(a.N, a.K) = check_mapping_arrays(op, "local_indices", a.local_indices, "req_idx",
                                             a.req_idx, a.block_table, a.block_size);
@@ -24,7 +24,7 @@ void validate(MapLocalToGlobalSlotsArgs& a, const Options&) {
     check_no_overlap(op, "slots", a.slots, name, *in);
   check_request_indices(op, "req_idx", a.req_idx, a.block_table.size(0));
   check_local_refs(BlockTableRefs(op, a.block_table, a.block_size), "local_indices",
-                   a.local_indices, a.req_idx);
+                   a.local_indices, a.req_idx, o.num_threads);
 }
 
 }  // namespace detail

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/registry.hpp"
-#include "core/threads.hpp"
 #include "dsv4cpu/numerics.hpp"
 
 namespace dsv4cpu::detail {
@@ -30,7 +29,7 @@ void run_op(const char* op, Args& args, const Options& o, Validate&& validate) {
   FpEnvGuard guard;
   const Variant<Args>& v = select_variant(op, variants<Args>(), o);
   validate(args, o);
-  v.run(args, RunContext{o.check_finite, o.num_threads > 0 ? thread_cap(o.num_threads) : 0});
+  v.run(args, RunContext{o.check_finite, o.num_threads});
 }
 
 // run_op with the op's own validate(Args&, const Options&), defined before its entry point in

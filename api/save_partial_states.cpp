@@ -11,6 +11,7 @@
 #include "core/check.hpp"
 #include "core/check_finite.hpp"
 #include "core/check_index.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu {
 namespace detail {
@@ -47,13 +48,24 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   check_distinct_slots(op, "slot_mapping", a.slot_mapping,
                        {a.nb, a.sbs, "the state cache", "rows"});
   if (!o.check_finite) return;
-  // (e) the inputs read: kv and score rows of written tokens, the ape rows they use.
   const IndexReader pos(a.positions), slot(a.slot_mapping);
   auto row = [](const TensorView& v, int64_t t) { return v.ptr<const float>() + t * v.stride(0); };
+  const float* ape = a.ape.ptr<const float>();
+  // (e) and (f) in one pass over the rows a written token reads; only a failing call runs the
+  // scans below, which find the first offender in the order of the steps.
+  const int threads = threads_for(o.num_threads, a.N * a.SW * 8);
+  if (parallel_first(a.N, threads, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+          if (slot(t) >= 0 &&
+              !finite_with_sum(row(a.kv, t), row(a.score, t), ape + (pos(t) % a.r) * a.SW, a.SW))
+            return t;
+        return t1;
+      }) == a.N)
+    return;
+  // (e) the inputs read: kv and score rows of written tokens, the ape rows they use.
   for (const auto& [name, view] : {std::pair{"kv", &a.kv}, {"score", &a.score}})
     for (int64_t t = 0; t < a.N; ++t)
       if (slot(t) >= 0) check_finite_row(op, name, t, row(*view, t), a.SW);
-  const float* ape = a.ape.ptr<const float>();
   std::vector<int64_t> ape_bad(static_cast<size_t>(a.r));  // first non-finite column per ape row
   for (int64_t q = 0; q < a.r; ++q)
     ape_bad[static_cast<size_t>(q)] = first_non_finite(ape + q * a.SW, a.SW);

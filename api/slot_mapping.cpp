@@ -25,6 +25,19 @@ void validate(SlotMappingArgs& a, const Options&) {
   check_no_overlap(op, "slot_mapping", a.slot_mapping, "block_table", a.block_table);
   check_positions(op, a.positions);
   check_request_indices(op, "token_to_req", a.token_to_req, a.block_table.size(0));
+  // The passing path by runs of consecutive positions (a prefill's columns at once); a call with
+  // a bad reference checks token by token.
+  const BlockTableRefs refs(op, a.block_table, a.block_size);
+  ColumnRuns runs(refs);
+  const IndexReader pos(a.positions), req(a.token_to_req);
+  bool ok = true;
+  for (int64_t t = 0, e = 0; t < a.T && ok; t = e) {
+    e = t + 1 < a.T && pos(t + 1) == pos(t) + 1 && req(t + 1) == req(t)
+            ? position_run_end(a.positions, a.token_to_req, t)
+            : t + 1;
+    ok = runs.ok(req(t), refs.column(pos(t)), refs.column(pos(e - 1)));
+  }
+  if (ok) return;
   const auto position = [](int64_t p) { return p; };
   check_token_columns(op, a.positions, a.token_to_req, a.block_table, a.block_size, a.T, position,
                       position);

@@ -174,7 +174,7 @@ void attention_cases(Cases& out) {
     out.push_back({"sparse_mla_attention", "c128a_decode1_h64_" + std::to_string(N),
                    attention_shape(1, 1, 64, N, N, 2)});
   out.push_back({"sparse_mla_attention", "c4a_prefill4096_h64",
-                 attention_shape(1, 4096, 64, 512, 2048, kP), false});
+                 attention_shape(1, 4096, 64, 512, 2048, kP), Traffic::read, false, false});
   for (const BatchShape& s : batch_shapes())
     out.push_back({"fused_qnorm_rope_kv_insert", s.name,
                    insert_shape(s.requests * s.tokens_per_request)});

@@ -96,8 +96,12 @@ Prepare save_partial_states_shape(const Head& h, const BatchShape& s) {
                           MutableTensorView(state->data(), DType::F32, {st.nb, h.sbs, 2 * SW}),
                           TensorView(slots->data(), DType::I64, {N}), o);
     };
-    // kv, score and ape rows read, state rows written, positions and slots read.
-    p.bytes = N * (3 * SW * 4 + 2 * SW * 4 + 16);
+    // kv and score rows read, state rows written, positions and slots read; each ape row that a
+    // token uses once (it stays in cache).
+    std::vector<char> ape_used(static_cast<size_t>(h.r), 0);
+    for (int64_t t = 0; t < N; ++t) ape_used[static_cast<size_t>(st.positions[t] % h.r)] = 1;
+    const int64_t ape_rows = std::count(ape_used.begin(), ape_used.end(), char{1});
+    p.bytes = N * (2 * SW * 4 + 2 * SW * 4 + 16) + ape_rows * SW * 4;
     return p;
   };
 }
@@ -225,20 +229,24 @@ Prepare map_slots_shape(const BatchShape& s) {
 }  // namespace
 
 void compressor_cases(Cases& out) {
-  const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p) {
-    out.push_back({op, shape, p});
+  const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p,
+                          Traffic traffic, bool finite_checks = false) {
+    out.push_back({op, shape, p, traffic, finite_checks});
   };
   for (const BatchShape& s : batch_shapes()) {
     for (const Head& h : {kC4, kC128}) {
       const std::string shape = std::string(h.name) + "/" + s.name;
-      add("save_partial_states", shape, save_partial_states_shape(h, s));
-      add("compressor_window_slots", shape, window_slots_shape(h, s));
-      add("compress_norm_rope_store", shape, compress_shape(h, s));
+      add("save_partial_states", shape, save_partial_states_shape(h, s), Traffic::copy, true);
+      add("compressor_window_slots", shape, window_slots_shape(h, s), Traffic::write);
+      add("compress_norm_rope_store", shape, compress_shape(h, s), Traffic::read, true);
     }
     const std::string shape = std::string(kC4Indexer.name) + "/" + s.name;
-    add("save_partial_states", "indexer_" + shape, save_partial_states_shape(kC4Indexer, s));
-    add("compress_norm_rope_store_indexer", shape, compress_shape(kC4Indexer, s));
-    add("map_local_to_global_slots", std::string("C4/") + s.name, map_slots_shape(s));
+    add("save_partial_states", "indexer_" + shape, save_partial_states_shape(kC4Indexer, s),
+        Traffic::copy, true);
+    add("compress_norm_rope_store_indexer", shape, compress_shape(kC4Indexer, s), Traffic::read,
+        true);
+    add("map_local_to_global_slots", std::string("C4/") + s.name, map_slots_shape(s),
+        Traffic::copy);
   }
   // make_cos_sin_cache takes no Options: benchmarked while it has a single variant.
   const testing::Plan one{true, std::nullopt, false, {0}};
@@ -252,7 +260,7 @@ void compressor_cases(Cases& out) {
     };
     p.bytes = kTableRows * 64 * 4;
     return p;
-  });
+  }, Traffic::write);
 }
 
 }  // namespace dsv4cpu::bench

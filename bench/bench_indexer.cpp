@@ -170,8 +170,10 @@ Prepare quant_shape(int64_t T) {
 }  // namespace
 
 void indexer_cases(Cases& out) {
+  // Every indexer op mostly reads (the logits and indexer_topk are compute-bound: they also
+  // report FLOP/s); only the Q quantisation has finiteness checks.
   const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p) {
-    out.push_back({op, shape, p});
+    out.push_back({op, shape, p, Traffic::read, op == "fused_indexer_q_rope_quant"});
   };
   for (const auto& [name, L] : {std::pair{"row8K", 8192}, {"row32K", 32768}, {"row128K", 131072}})
     add("fp8_paged_mqa_logits", name, logits_shape(1, L));

@@ -338,22 +338,23 @@ Prepared build_tile_scheduler_run() {
 }  // namespace
 
 void metadata_cases(Cases& out) {
-  const auto add = [&out](const std::string& op, const std::string& shape, const Prepare& p) {
-    out.push_back({op, shape, p});
+  const auto add = [&out](const std::string& op, const Prepare& p, Traffic traffic) {
+    out.push_back({op, "step8192", p, traffic});
   };
-  const std::string shape = "step8192";
-  add("token_positions", shape, token_positions_run);
-  add("slot_mapping", shape, slot_mapping_run);
-  add("split_decodes_and_prefills", shape, split_run);
-  add("compressed_slot_mapping", shape, compressed_slot_mapping_run);
-  add("swa_window_indices", shape, swa_window_indices_run);
-  add("c128a_topk_indices", shape, [] { return c128a_topk_run(false); });
-  add("c128a_topk_indices_compact", shape, [] { return c128a_topk_run(true); });
-  add("c128a_decode_metadata", shape, c128a_decode_metadata_run);
-  add("c4a_global_topk_indices", shape, c4a_global_topk_indices_run);
-  add("indexer_metadata", shape, indexer_metadata_run);
-  add("split_indexer_prefill_chunks", shape, split_indexer_prefill_chunks_run);
-  add("build_tile_scheduler", shape, build_tile_scheduler_run);
+  // Traffic: the builders whose output dwarfs what they read write; those that read an index
+  // per index written copy; the splitters and the scheduler read (and barely do that).
+  add("token_positions", token_positions_run, Traffic::write);
+  add("slot_mapping", slot_mapping_run, Traffic::copy);
+  add("split_decodes_and_prefills", split_run, Traffic::read);
+  add("compressed_slot_mapping", compressed_slot_mapping_run, Traffic::copy);
+  add("swa_window_indices", swa_window_indices_run, Traffic::write);
+  add("c128a_topk_indices", [] { return c128a_topk_run(false); }, Traffic::write);
+  add("c128a_topk_indices_compact", [] { return c128a_topk_run(true); }, Traffic::write);
+  add("c128a_decode_metadata", c128a_decode_metadata_run, Traffic::write);
+  add("c4a_global_topk_indices", c4a_global_topk_indices_run, Traffic::copy);
+  add("indexer_metadata", indexer_metadata_run, Traffic::copy);
+  add("split_indexer_prefill_chunks", split_indexer_prefill_chunks_run, Traffic::read);
+  add("build_tile_scheduler", build_tile_scheduler_run, Traffic::read);
 }
 
 }  // namespace dsv4cpu::bench

@@ -3,6 +3,15 @@
 
 namespace dsv4cpu::bench {
 
+const char* traffic_name(Traffic t) {
+  switch (t) {
+    case Traffic::read: return "read";
+    case Traffic::copy: return "copy";
+    case Traffic::write: return "write";
+  }
+  return "read";
+}
+
 std::vector<BenchRun> benchmark_runs() {
   Cases cases;
   compressor_cases(cases);
@@ -13,10 +22,15 @@ std::vector<BenchRun> benchmark_runs() {
   std::vector<BenchRun> out;
   for (const Case& c : cases)
     for (const testing::Run& run : testing::runs(c.op, plan).runs) {
-      if (run.variant.role == Role::reference && (run.threads == 2 || !c.reference)) continue;
-      std::string name = c.op + "/" + run.variant.name + "/" + c.shape;
-      if (run.threads == 2) name += "/threads:2";
+      const bool reference = run.variant.role == Role::reference;
+      if (reference && (run.threads == 2 || !c.reference)) continue;
+      const std::string name = c.op + "/" + run.variant.name + "/" + c.shape;
+      if (run.threads == 2) {
+        out.push_back({name + "/threads:2", c, run});
+        continue;
+      }
       out.push_back({name, c, run});
+      if (c.finite_checks && !reference) out.push_back({name + "/unchecked", c, run, true});
     }
   return out;
 }
@@ -24,11 +38,14 @@ std::vector<BenchRun> benchmark_runs() {
 void register_benchmarks() {
   for (const BenchRun& b : benchmark_runs()) {
     const Prepare prepare = b.bench_case.prepare;
-    const Options options = b.run.options();
-    auto body = [prepare, options](benchmark::State& state) {
+    Options options = b.run.options();
+    options.check_finite = !b.unchecked;
+    const std::string label = std::string("traffic=") + traffic_name(b.bench_case.traffic);
+    auto body = [prepare, options, label](benchmark::State& state) {
       const Prepared p = prepare();
       for (auto _ : state) p.run(options);
       state.SetBytesProcessed(state.iterations() * p.bytes);
+      state.SetLabel(label);
       if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
       if (p.flops > 0)  // "flops": FLOP/s, compared with the ISA's peak by the dashboard
         state.counters["flops"] = benchmark::Counter(

@@ -5,9 +5,12 @@
 //
 // Naming: `<op>/<variant>/<shape>` runs on one thread (Options::num_threads = 1) and is timed in
 // CPU time; `<op>/<variant>/<shape>/threads:2/real_time` (variants other than the reference) runs
-// on two threads and is timed in wall-clock time. Every run reports bytes/s from
-// SetBytesProcessed(bytes read + bytes written per iteration), comparable with the
-// `stream_read/<bytes>` roofline of this machine.
+// on two threads and is timed in wall-clock time; `<op>/<variant>/<shape>/unchecked` (variants
+// other than the reference, ops with finiteness checks) runs one thread with
+// Options::check_finite = false, so that the checks' share of the time shows. Every run reports
+// bytes/s from SetBytesProcessed(bytes read + bytes written per iteration) and its traffic kind as
+// the label `traffic=read|copy|write`: the roofline it is compared with, `stream_<kind>/<bytes>`
+// (bench_stream.cpp) at the same thread count.
 #pragma once
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
@@ -30,6 +33,11 @@ namespace dsv4cpu::bench {
 // One iteration of an op on prepared data, with the given options.
 using Iteration = std::function<void(const Options&)>;
 
+// How an op moves its bytes, and so which roofline it is compared with: mostly reads (its output
+// is small against its inputs), a copy (about as many bytes written as read), or writes only.
+enum class Traffic { read, copy, write };
+const char* traffic_name(Traffic t);
+
 // What a shape prepares: the iteration and the bytes it reads and writes.
 struct Prepared {
   Iteration run;
@@ -45,6 +53,8 @@ using Prepare = std::function<Prepared()>;
 struct Case {
   std::string op, shape;
   Prepare prepare;
+  Traffic traffic = Traffic::read;
+  bool finite_checks = false;  // the op has checks that Options::check_finite turns off
   bool reference = true;  // false: no run of the reference (too slow at this shape)
 };
 using Cases = std::vector<Case>;
@@ -60,16 +70,18 @@ struct BenchRun {
   std::string name;
   Case bench_case;
   testing::Run run;
+  bool unchecked = false;
 };
 // Every benchmark, without registering or running anything: each case on the dispatched target
-// of every available variant, with 1 thread and (but the reference) 2.
+// of every available variant, with 1 thread and (but the reference) 2, and (but the reference)
+// unchecked on 1 thread when the case has finiteness checks.
 std::vector<BenchRun> benchmark_runs();
 // Registers benchmark_runs() with Google Benchmark.
 void register_benchmarks();
-// Registers stream_read/<bytes> (bench_stream.cpp).
-void register_stream_read();
 // Registers layer_step/... (bench_layer_step.cpp): one C4A layer step, reference and optimized.
 void register_layer_step();
+// Registers the rooflines stream_read, stream_copy and stream_write (bench_stream.cpp).
+void register_rooflines();
 
 // ---- data ----
 

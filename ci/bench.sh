@@ -2,7 +2,8 @@
 # The bench command: builds Release and runs every benchmark with Google Benchmark's JSON output
 # (repetitions, medians), one progress line per benchmark, into out/bench/<date>-<commit>.json,
 # stamped with the CPU model, the ISA features found, the thread count, the compiler and the commit;
-# then renders out/bench/dashboard.html from every result file there (oldest first).
+# then renders out/bench/dashboard.html from every result file there (oldest first), with the
+# verdicts against the newest committed baseline of bench/baselines/.
 # Usage: ci/bench.sh [REPETITIONS] [Google Benchmark flags, e.g. --benchmark_filter=topk]
 # The repetition count (default 5; also the REPETITIONS variable) may be left out; JOBS sets the
 # build's parallel jobs (default: the number of cores).
@@ -43,5 +44,7 @@ if [[ ! -s "${out}" ]]; then  # e.g. a filter that matches no benchmark
   echo "no benchmark ran; nothing written" >&2
   exit 1
 fi
-python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) -o out/bench/dashboard.html
+baseline=$(ls bench/baselines/*.json | sort | tail -n 1)
+python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) --baseline "${baseline}" \
+  -o out/bench/dashboard.html
 echo "results: ${out}"

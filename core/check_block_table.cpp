@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "core/check_index.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail {
 
@@ -20,6 +21,7 @@ std::pair<int64_t, int64_t> check_mapping_arrays(const char* op, const char* loc
 
 BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, int64_t block_size)
     : op_(op),
+      table_(block_table),
       bt_(block_table),
       MB_(block_table.size(1)),
       P_(block_size),
@@ -28,8 +30,44 @@ BlockTableRefs::BlockTableRefs(const char* op, const TensorView& block_table, in
                  ? __builtin_ctzll(static_cast<unsigned long long>(block_size))
                  : -1) {}
 
+bool local_refs_pass(const BlockTableRefs& refs, const TensorView& local, const TensorView& req_v,
+                     int num_threads, int64_t lowest) {
+  const int64_t N = local.size(0), K = local.size(1), MB = refs.columns();
+  const int shift = refs.shift();
+  if (N * K == 0) return true;
+  if (shift < 0 || MB < 1 || local.dtype() != refs.table().dtype()) return false;
+  const IndexReader req(req_v);
+  const int threads =
+      threads_for(num_threads, N * K * static_cast<int64_t>(dtype_size(local.dtype())));
+  // Entries must lie in [0, max_entry]: an exclusive bound, or none when every entry fits (P = 1).
+  const int64_t entry_limit = refs.max_entry() == kNoLimit ? kNoLimit : refs.max_entry() + 1;
+  const int64_t bad = parallel_first(N, threads, [&](int64_t n0, int64_t n1) {
+    int64_t last = -1, valid = 0;  // columns [0, valid) of row `last` are valid
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto [bottom, top] = row_min_max(local, n);
+      if (bottom < lowest) return n;
+      if (top < 0) continue;
+      const int64_t r = req(n), c = top >> shift;
+      if (r != last) {
+        last = r;
+        valid = 0;
+      }
+      if (c < valid) continue;
+      if (c < MB && c + 1 - valid <= 4 * K &&
+          entries_within(refs.table(), r, valid, c + 1, entry_limit)) {
+        valid = c + 1;
+        continue;
+      }
+      if (!local_refs_ok(local, n, refs.table(), r, shift, refs.max_entry())) return n;
+    }
+    return n1;
+  });
+  return bad == N;
+}
+
 void check_local_refs(const BlockTableRefs& refs, const char* local_name, const TensorView& local,
-                      const TensorView& req_v) {
+                      const TensorView& req_v, int num_threads) {
+  if (local_refs_pass(refs, local, req_v, num_threads)) return;
   const IndexReader req(req_v);
   const int64_t N = local.size(0), K = local.size(1), row_stride = N > 1 ? local.stride(0) : 0;
   with_data(local, [&](const auto* p) {

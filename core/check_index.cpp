@@ -10,34 +10,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Index of the first of p[0 .. n) outside [lo, hi) (lo is 0 or -1; hi = kNoLimit: no upper
-// limit), or n. One branch-free pass decides that none is, in the element's own width: with no
-// upper limit the element type can reach, the sign bit of the OR of every p[i] - lo; else one
-// unsigned compare of p[i] - lo against hi - lo per element (values below lo wrap above any span).
-// Only a flagged array (an element outside, or T's largest value in the sign test) is scanned
-// exactly.
-template <class T>
-int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
-  using U = std::make_unsigned_t<T>;
-  const U shift = static_cast<U>(-lo);
-  U flagged = 0;
-  if (hi == kNoLimit || hi > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-    for (int64_t i = 0; i < n; ++i) flagged |= static_cast<U>(static_cast<U>(p[i]) + shift);
-    flagged >>= 8 * sizeof(U) - 1;
-  } else if (lo == 0) {
-    const U span = static_cast<U>(hi);
-    for (int64_t i = 0; i < n; ++i) flagged |= static_cast<U>(static_cast<U>(p[i]) >= span);
-  } else {
-    const U span = static_cast<U>(static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
-    for (int64_t i = 0; i < n; ++i)
-      flagged |= static_cast<U>(static_cast<U>(static_cast<U>(p[i]) + shift) >= span);
-  }
-  if (flagged == 0) return n;
-  for (int64_t i = 0; i < n; ++i)
-    if (p[i] < lo || (hi != kNoLimit && p[i] >= hi)) return i;
-  return n;
-}
-
 // The pad-value rule shared by the slot checks: v is -1 or >= 0.
 [[noreturn]] void fail_slot(const char* op, const char* name, const TensorView& v, int64_t flat,
                             int64_t slot, const SlotRange* range) {
@@ -53,9 +25,26 @@ int64_t first_outside_typed(const T* p, int64_t n, int64_t lo, int64_t hi) {
 
 // Per-thread scratch of first_repeated_slot, kept between calls.
 struct RepeatScratch {
-  std::vector<uint64_t> bits;                       // one bit per slot of the range
-  std::vector<std::pair<int64_t, int64_t>> sorted;  // (slot, token)
+  std::vector<uint64_t> bits;                      // one bit per slot of the range
+  std::vector<std::pair<uint64_t, int64_t>> a, b;  // (slot, token), radix-sorted by slot
 };
+
+// Stable LSD radix sort of `a` by slot (< range), 8 bits per pass, passes whose digit is the same
+// for every pair skipped: linear in the pairs, tokens stay ascending within a slot.
+void sort_by_slot(std::vector<std::pair<uint64_t, int64_t>>& a,
+                  std::vector<std::pair<uint64_t, int64_t>>& b, int64_t range) {
+  const int bits =
+      64 - __builtin_clzll(static_cast<unsigned long long>(std::max<int64_t>(range - 1, 1)));
+  b.resize(a.size());
+  for (int shift = 0; shift < bits; shift += 8) {
+    size_t count[257] = {};
+    for (const auto& p : a) ++count[((p.first >> shift) & 0xFF) + 1];
+    if (*std::max_element(count + 1, count + 257) == a.size()) continue;
+    for (int d = 0; d < 256; ++d) count[d + 1] += count[d];
+    for (const auto& p : a) b[count[(p.first >> shift) & 0xFF]++] = p;
+    a.swap(b);
+  }
+}
 
 }  // namespace
 
@@ -91,12 +80,6 @@ void check_num_tokens_padded(const char* op, int64_t padded, int64_t T) {
   if (padded < T)
     fail_value(op, "num_tokens_padded", str(padded), "fewer entries than tokens",
                "num_tokens_padded >= T = " + str(T));
-}
-
-int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi) {
-  const int64_t n = v.numel();
-  if (n == 0) return 0;
-  return with_data(v, [&](const auto* p) { return first_outside_typed(p, n, lo, hi); });
 }
 
 int64_t check_query_start_loc(const char* op, const TensorView& v, int64_t R) {
@@ -177,12 +160,12 @@ RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t ran
     }
     for (int64_t u = 0; u < t; ++u)  // clear what this call set
       if (writing(u)) bits[static_cast<uint64_t>(slot(u)) / 64] = 0;
-  } else {
-    std::vector<std::pair<int64_t, int64_t>>& sorted = scratch.sorted;
+  } else {  // a range far larger than the tokens: their slots sorted, in linear time
+    auto& sorted = scratch.a;
     sorted.clear();
     for (int64_t t = 0; t < n; ++t)
-      if (writing(t)) sorted.emplace_back(slot(t), t);
-    std::sort(sorted.begin(), sorted.end());
+      if (writing(t)) sorted.emplace_back(static_cast<uint64_t>(slot(t)), t);
+    sort_by_slot(sorted, scratch.b, range);
     for (size_t i = 1; i < sorted.size(); ++i)
       if (sorted[i].first == sorted[i - 1].first &&
           (found.token < 0 || sorted[i].second < found.token))

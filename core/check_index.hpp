@@ -36,9 +36,10 @@ void check_num_tokens_padded(const char* op, int64_t padded, int64_t T);
 
 // No upper limit, for first_outside.
 inline constexpr int64_t kNoLimit = INT64_MAX;
-// Index (flat, row-major) of the first element of the C-contiguous index array `v` outside
-// [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or v.numel().
-int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi);
+// Index (flat, row-major) of the first element of the index array `v` (C-contiguous, or rank 2
+// with unit inner stride) outside [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or v.numel().
+// A vector scan (core/check_hwy.cpp) on up to `num_threads` threads (core/parallel.hpp).
+int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threads = 1);
 
 // An exclusive upper bound with the words of its rule, e.g.
 // {R, "position beyond the cos/sin table", "position < 8 = rows of cos_sin_cache"}.
@@ -81,8 +82,9 @@ void check_slots(const char* op, const char* name, const TensorView& v);
 
 // The first token t < n among the writing ones (writes[t] != 0; every valid slot when `writes` is
 // null) whose slot an earlier writing token wrote, and that earlier token. The n slots are -1 or
-// in [0, range). A bitmap over the range when it is small against n, else a sort; either way
-// reused per thread.
+// in [0, range). A bitmap over the range when it is small against n (at most max(2^20, 64·n)
+// bits), else a radix sort of the writers' slots (linear); either kept per thread between calls,
+// bounded by the range or the tokens of the largest call.
 struct RepeatedSlot {
   int64_t token = -1, first = -1;
   explicit operator bool() const noexcept { return token >= 0; }
@@ -123,6 +125,12 @@ Limit blocks_in_cache(int64_t num_pages);
 // "selects indices beyond the int32 range of <output>" (expected "<name> / divisor <= 2^31").
 void check_i32_row_lengths(const char* op, const char* name, const TensorView& lengths,
                            int64_t divisor, const char* output);
+// The end of the run of tokens from t (t < T = positions.numel()) at consecutive positions of one
+// request (positions, token_to_req: contiguous I32 or I64 [T]): the first u > t with
+// positions[u] != positions[t] + (u - t) or token_to_req[u] != token_to_req[t], or T. A vector
+// scan (core/check_hwy.cpp): the tokens of a prefill are one run, whose block-table columns are
+// consecutive.
+int64_t position_run_end(const TensorView& positions, const TensorView& token_to_req, int64_t t);
 
 // ceil(L / P) without overflow (L >= 0, P >= 1).
 inline int64_t pages_for(int64_t L, int64_t P) { return L / P + (L % P != 0 ? 1 : 0); }

@@ -13,7 +13,7 @@ namespace dsv4cpu::detail {
 
 struct RunContext {
   bool check_finite = true;
-  int num_threads = 0;  // 0 = OpenMP default; capped at the hardware (core/threads.hpp)
+  int num_threads = 0;  // 0 = OpenMP default; capped at the processors (core/parallel.hpp)
 };
 
 // How a variant reaches its instructions.

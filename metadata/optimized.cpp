@@ -8,20 +8,19 @@
 
 #include "args/compressor.hpp"
 #include "args/metadata.hpp"
+#include "core/check_index.hpp"
+#include "core/parallel.hpp"
 #include "metadata/common.hpp"
-#include "optimized/parallel.hpp"
+#include "optimized/fill.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {
 
-// Output elements below which a single thread runs.
-constexpr int64_t kParallelWork = int64_t{1} << 15;
-
-// f(lo, hi) over a split of [0, n) into one non-empty contiguous range per thread.
+// f(lo, hi) over a split of [0, n) into one non-empty contiguous range per thread; `work` output
+// elements (8 bytes each) decide the threads (core/parallel.hpp).
 template <class F>
 void parallel_ranges(int64_t n, int64_t work, const RunContext& ctx, F&& f) {
-  const int64_t parts = work < kParallelWork ? std::min<int64_t>(1, n)
-                                             : std::min<int64_t>(thread_count(ctx), n);
+  const int64_t parts = std::min<int64_t>(threads_for(ctx.num_threads, work * 8), n);
   const int64_t q = parts > 0 ? n / parts : 0, rem = parts > 0 ? n % parts : 0;
   parallel_for(parts, static_cast<int>(parts), [&](int64_t i) {
     const int64_t lo = i * q + std::min(i, rem);
@@ -50,11 +49,6 @@ class Int64Array {
   const int64_t* p_ = nullptr;
 };
 
-// Writes base, base + 1, ... into out[0, n).
-inline void iota_run(int64_t* out, int64_t n, int64_t base) {
-  for (int64_t i = 0; i < n; ++i) out[i] = base + i;
-}
-
 // Slots bt[r][l / P] * P + l % P of the consecutive locals l = first, first + 1, ... into
 // out[0, n), one block-table read per page.
 void page_walk(const IndexReader& bt, int64_t r, int64_t P, int64_t first, int64_t n,
@@ -62,7 +56,7 @@ void page_walk(const IndexReader& bt, int64_t r, int64_t P, int64_t first, int64
   int64_t col = first / P, off = first % P;
   for (int64_t o = 0; o < n;) {
     const int64_t run = std::min(P - off, n - o);
-    iota_run(out + o, run, bt(r, col) * P + off);
+    iota64(out + o, run, bt(r, col) * P + off);
     o += run;
     ++col;
     off = 0;
@@ -101,10 +95,10 @@ class C128aRows {
   }
   // n_t = min((pos_t + 1) / 128, W)
   int64_t entries(int64_t t) const { return std::min(completed_entries(pos_(t), 128), W_); }
-  void write(int64_t t, int64_t* row) const {
-    const int64_t n = entries(t);
-    if (n > 0) std::copy_n(slots_.data() + offset_[static_cast<size_t>(req_(t))], n, row);
-    std::fill(row + n, row + W_, int64_t{-1});
+  void write(int64_t t, int64_t* row, bool stream) const {
+    const int64_t n = entries(t);  // n = 0 for every token when R_ = 0: offset_ is not indexed
+    const int64_t* src = n > 0 ? slots_.data() + offset_[static_cast<size_t>(req_(t))] : nullptr;
+    copy_then_minus_one(row, src, n, W_, stream);
   }
 
  private:
@@ -215,7 +209,17 @@ void slot_mapping(const SlotMappingArgs& a, const RunContext& ctx) {
     with_data(a.block_table, [&](const auto* bt) {
       const auto run = [&](auto column, auto offset) {
         parallel_ranges(a.T, a.T, ctx, [&](int64_t lo, int64_t hi) {
-          slots_range(pos, req, bt, row_stride, P, column, offset, lo, hi, out);
+          // Runs of consecutive positions of one request (prefills) page by page, other tokens
+          // one by one.
+          for (int64_t t = lo, e = lo; t < hi; t = e) {
+            if (t + 1 < hi && pos[t + 1] == pos[t] + 1 && req[t + 1] == req[t]) {
+              e = std::min(position_run_end(a.positions, a.token_to_req, t), hi);
+              page_walk(IndexReader(a.block_table), req[t], P, pos[t], e - t, out + t);
+            } else {
+              e = t + 1;
+              slots_range(pos, req, bt, row_stride, P, column, offset, t, e, out);
+            }
+          }
         });
       };
       if ((P & (P - 1)) == 0) {
@@ -263,8 +267,9 @@ void c128a_topk_indices(const C128aTopkIndicesArgs& a, const RunContext& ctx) {
   const Int64Array pos(a.positions), req(a.token_to_req);
   const C128aRows rows(pos, req, a.block_table, a.block_size, a.W, a.T, ctx);
   int64_t* indices = a.indices.ptr<int64_t>();
+  const bool stream = a.T * a.W * 8 >= kStreamBytes;
   parallel_ranges(a.T, a.T * a.W, ctx, [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) rows.write(t, indices + t * a.W);
+    for (int64_t t = lo; t < hi; ++t) rows.write(t, indices + t * a.W, stream);
   });
 }
 
@@ -276,16 +281,15 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
   int64_t* global = a.decode_global.ptr<int64_t>();
   int32_t* lens = a.decode_lens.ptr<int32_t>();
   int32_t* local = a.prefill_local.ptr<int32_t>();
+  const bool stream = nd * W * 8 + (a.T - nd) * W * 4 >= kStreamBytes;
   parallel_ranges(a.T, a.T * W, ctx, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t n = rows.entries(t);
       if (t < nd) {
-        rows.write(t, global + t * W);
+        rows.write(t, global + t * W, stream);
         lens[t] = static_cast<int32_t>(!own.present() || own(t) >= 0 ? n : 0);
       } else {
-        int32_t* row = local + (t - nd) * W;
-        for (int64_t o = 0; o < n; ++o) row[o] = static_cast<int32_t>(o);
-        std::fill(row + n, row + W, int32_t{-1});
+        iota_then_minus_one(local + (t - nd) * W, n, W, stream);
       }
     }
   });
@@ -297,22 +301,17 @@ void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext
   constexpr int64_t kBlockRows = 8;
   const int64_t K = a.K, row_stride = a.topk_indices.stride(0);
   const IndexReader own(a.token_slot_mapping);
-  int64_t* indices = a.indices.ptr<int64_t>();
   int32_t* lens = a.lens.ptr<int32_t>();
-  const RunContext one_thread{ctx.check_finite, 1};
-  with_data(a.topk_indices, a.token_to_req, [&](const auto* topk, const auto* req) {
+  const MapLocalToGlobalSlotsArgs map{
+      a.topk_indices, a.token_to_req, a.block_table, a.block_size, a.indices, a.T, K};
+  const bool stream = a.T * K * 8 >= kStreamBytes;
+  with_data(a.topk_indices, [&](const auto* topk) {
     using L = std::remove_const_t<std::remove_pointer_t<decltype(topk)>>;
     using U = std::make_unsigned_t<L>;
     parallel_ranges(a.T, a.T * K, ctx, [&](int64_t lo, int64_t hi) {
       for (int64_t t0 = lo; t0 < hi; t0 += kBlockRows) {
         const int64_t n = std::min(kBlockRows, hi - t0);
-        MapLocalToGlobalSlotsArgs map{
-            TensorView(topk + t0 * row_stride, a.topk_indices.dtype(), {n, K}, {row_stride, 1}),
-            TensorView(req + t0, a.token_to_req.dtype(), {n}), a.block_table, a.block_size,
-            MutableTensorView(indices + t0 * K, DType::I64, {n, K})};
-        map.N = n;
-        map.K = K;
-        map_local_to_global_slots(map, one_thread);
+        map_slot_rows(map, t0, t0 + n, stream);
         for (int64_t t = t0; t < t0 + n; ++t) {
           const L* row = topk + t * row_stride;
           U negative = 0;  // sign bits

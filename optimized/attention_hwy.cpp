@@ -461,7 +461,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -473,8 +473,8 @@ void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
   const int64_t groups = (a.H + kHeadBlock - 1) / kHeadBlock, items = a.T * groups;
   // About 2 MFLOP per thread at least: small calls stay on the calling thread.
   const double flops = 2048.0 * static_cast<double>(a.T * a.H * (a.Nw + a.Nc));
-  const int threads = ctx.num_threads > 0 ? ctx.num_threads
-                      : flops >= 4e6          ? thread_count(ctx)
+  const int threads = ctx.num_threads > 0 ? max_threads(ctx.num_threads)
+                      : flops >= 4e6          ? max_threads(0)
                                               : 1;
   const int64_t workers = std::min<int64_t>(threads, items);
   const auto attend = HWY_DYNAMIC_DISPATCH(AttendToken);

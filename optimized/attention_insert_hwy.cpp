@@ -128,7 +128,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <vector>
 
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -140,8 +140,8 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
   const IndexReader slot(a.slot_mapping);
   // A token is a few KB of work: small calls stay on the calling thread.
   constexpr int64_t kMinHeadsPerThread = 32;
-  const int threads = ctx.num_threads > 0 ? ctx.num_threads
-                      : a.T * (a.Hq + 1) >= 2 * kMinHeadsPerThread ? thread_count(ctx)
+  const int threads = ctx.num_threads > 0 ? max_threads(ctx.num_threads)
+                      : a.T * (a.Hq + 1) >= 2 * kMinHeadsPerThread ? max_threads(0)
                                                                    : 1;
   std::vector<uint8_t> entries(static_cast<size_t>(a.T_ins * kMlaEntryBytes));
   std::vector<uint8_t> finite(static_cast<size_t>(a.T), 1);

@@ -8,26 +8,34 @@
 // rounding on every target (optimized/numerics_hwy-inl.h).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/compressor_hwy.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
-#include "core/check.hpp"
 #include "args/compressor.hpp"
+#include "core/check.hpp"
+#include "optimized/fill.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
-// compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape).
-void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1) {
+// compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
+// stores where the row is aligned (rows far larger than the caches, read by a later call);
+// `descending`: the last token first (inputs larger than the caches that the validation has just
+// read in ascending order: the most recent rows are still cached).
+void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
+              bool descending) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const IndexReader pos(a.positions), slot(a.slot_mapping);
   const size_t SW = static_cast<size_t>(a.SW);
-  for (int64_t t = t0; t < t1; ++t) {
+  for (int64_t u = t0; u < t1; ++u) {
+    const int64_t t = descending ? t1 - 1 - (u - t0) : u;
     const int64_t g = slot(t);
     if (g < 0) continue;
     const float* kv = a.kv.ptr<const float>() + t * a.kv.stride(0);
@@ -35,16 +43,108 @@ void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1) {
     const float* ape = a.ape.ptr<const float>() + (pos(t) % a.r) * a.SW;
     float* row = a.state_cache.ptr<float>() + (g / a.sbs) * a.state_cache.stride(0) +
                  (g % a.sbs) * 2 * a.SW;
+    if (stream && reinterpret_cast<uintptr_t>(row) % 64 == 0) {
+      for (size_t i = 0; i < SW; i += N) {
+        hn::Stream(hn::LoadU(d, kv + i), d, row + i);
+        hn::Stream(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
+      }
+      continue;
+    }
     std::memcpy(row, kv, SW * sizeof(float));
     for (size_t i = 0; i < SW; i += N)
       hn::StoreU(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
   }
+  if (stream) hwy::FlushStream();
 }
 
-// compressor.md §4.1 for rows [n0, n1), with the element types as template arguments and a shift
-// for power-of-two block sizes.
+// compressor.md §4.1 for one row of K locals of the table's own width T with P = 2^shift: the
+// entries gathered by column (lanes of negative locals gather column 0 and write -1), widened to
+// the int64 slots entry·P + l % P; `stream`: non-temporal stores (when the row is aligned).
+// compressor.md §4.1 for one local l of a block-table row, P = 2^shift.
 template <class TL, class TB>
-void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
+HWY_INLINE int64_t SlotOf(TL l, const TB* row, int shift) {
+  return l < 0 ? -1
+               : (static_cast<int64_t>(row[l >> shift]) << shift) |
+                     (l & static_cast<TL>((int64_t{1} << shift) - 1));
+}
+
+template <class T>
+void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row, int64_t MB,
+                  int shift, int64_t* HWY_RESTRICT out, bool stream) {
+  int64_t k = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<T> d;
+  const hn::ScalableTag<int64_t> d64;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const auto offset = hn::Set(d64, (int64_t{1} << shift) - 1);
+  const auto minus_one = hn::Set(d64, -1);
+  const auto align = static_cast<uintptr_t>(hn::Lanes(d64) * 8);
+  if (stream)  // up to the first aligned slot one by one (rows of 8-byte slots)
+    for (; k < K && reinterpret_cast<uintptr_t>(out + k) % align != 0; ++k)
+      out[k] = SlotOf(l[k], row, shift);
+  const auto slots = [&](auto entry, auto local, int64_t* to) {  // int64 lanes
+    const auto slot =
+        hn::IfThenElse(hn::Lt(local, hn::Zero(d64)), minus_one,
+                       hn::Or(hn::ShiftLeftSame(entry, shift), hn::And(local, offset)));
+    if (stream)
+      hn::Stream(slot, d64, to);
+    else
+      hn::StoreU(slot, d64, to);
+  };
+  // When every column the row reads lies in one window of N columns (the rows of a short request,
+  // or of consecutive locals), the entries come from one vector by a lane permutation.
+  const hn::RebindToUnsigned<decltype(d)> du;
+  auto top = hn::Set(d, T{-1});
+  auto bottom =
+      hn::Set(du, std::numeric_limits<hn::TFromD<decltype(du)>>::max());  // negatives last
+  int64_t j = k;
+  for (; j + N <= K; j += N) {
+    const auto v = hn::LoadU(d, l + j);
+    top = hn::Max(top, v);
+    bottom = hn::Min(bottom, hn::BitCast(du, v));
+  }
+  int64_t hi = hn::GetLane(hn::MaxOfLanes(d, top));
+  auto lo = static_cast<uint64_t>(hn::GetLane(hn::MinOfLanes(du, bottom)));
+  for (; j < K; ++j) {
+    hi = std::max<int64_t>(hi, l[j]);
+    if (l[j] >= 0) lo = std::min<uint64_t>(lo, static_cast<uint64_t>(l[j]));
+  }
+  int64_t window = -1;  // the first column of the window, or -1: gather
+  if (hi >= 0 && MB >= N && (hi >> shift) - static_cast<int64_t>(lo >> shift) < N)
+    window = std::min<int64_t>(static_cast<int64_t>(lo >> shift), MB - N);
+  const auto table = window >= 0 ? hn::LoadU(d, row + window) : hn::Zero(d);
+  const auto first = hn::Set(d, static_cast<T>(std::max<int64_t>(window, 0)));
+  for (; k + N <= K; k += N) {
+    const auto v = hn::LoadU(d, l + k);
+    const auto negative = hn::Lt(v, hn::Zero(d));
+    const auto col = hn::IfThenZeroElse(negative, hn::ShiftRightSame(v, shift));
+    const auto entry =
+        window >= 0
+            ? hn::TableLookupLanes(
+                  table, hn::IndicesFromVec(d, hn::IfThenZeroElse(negative, hn::Sub(col, first))))
+            : hn::GatherIndex(d, row, col);
+    if constexpr (sizeof(T) == 8) {
+      slots(entry, v, out + k);
+    } else {
+      const hn::Half<decltype(d)> dh;
+      const auto N64 = static_cast<int64_t>(hn::Lanes(d64));
+      slots(hn::PromoteTo(d64, hn::LowerHalf(dh, entry)), hn::PromoteTo(d64, hn::LowerHalf(dh, v)),
+            out + k);
+      slots(hn::PromoteTo(d64, hn::UpperHalf(dh, entry)), hn::PromoteTo(d64, hn::UpperHalf(dh, v)),
+            out + k + N64);
+    }
+  }
+#endif
+  (void)stream;
+  (void)MB;
+  for (; k < K; ++k) out[k] = SlotOf(l[k], row, shift);
+}
+
+// compressor.md §4.1 for rows [n0, n1), with the element types as template arguments: a vector
+// gather when the locals and the table share their width and P is a power of two, else a shift
+// (power-of-two P) or a division per element.
+template <class TL, class TB>
+void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
   const TL* local = a.local_indices.ptr<const TL>();
   const TB* bt = a.block_table.ptr<const TB>();
   const int64_t ls = a.local_indices.stride(0), bs = a.block_table.stride(0), K = a.K;
@@ -54,14 +154,19 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
   if ((P & (P - 1)) == 0) {
     int shift = 0;
     while ((int64_t{1} << shift) < P) ++shift;
+    if constexpr (std::is_same_v<TL, TB>) {
+      if (a.block_table.size(1) >= 1) {
+        for (int64_t n = n0; n < n1; ++n)
+          MapRowGather(local + n * ls, K, bt + req(n) * bs, a.block_table.size(1), shift,
+                       out + n * K, stream);
+        if (stream) hwy::FlushStream();
+        return;
+      }
+    }
     for (int64_t n = n0; n < n1; ++n) {
       const TB* row = bt + req(n) * bs;
       const TL* l = local + n * ls;
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t v = l[k];
-        out[n * K + k] =
-            v < 0 ? -1 : (static_cast<int64_t>(row[v >> shift]) << shift) | (v & (P - 1));
-      }
+      for (int64_t k = 0; k < K; ++k) out[n * K + k] = SlotOf(l[k], row, shift);
     }
     return;
   }
@@ -75,13 +180,13 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
-void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1) {
+void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
   const bool l64 = a.local_indices.dtype() == DType::I64;
   const bool b64 = a.block_table.dtype() == DType::I64;
-  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1);
-  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1);
-  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1);
-  MapRowsT<int32_t, int32_t>(a, n0, n1);
+  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1, stream);
+  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1, stream);
+  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1, stream);
+  MapRowsT<int32_t, int32_t>(a, n0, n1, stream);
 }
 
 // numerics.md §8.4 for channels [d0, d1) over the `valid` window rows kv[j], score[j] (ascending
@@ -95,8 +200,11 @@ constexpr size_t kShortWindow = 16;
 constexpr size_t kLineFloats = 64 / sizeof(float);  // one cache line
 constexpr size_t kRowsAhead = 4;
 
+// `next_kv`, `next_score`: the `next` rows the next work item pools (0: none); PoolShort moves
+// them into L2 block by block while it pools its own, so that their scattered pages arrive in time.
 void PoolShort(const float* const* kv, const float* const* score, size_t valid, size_t d0,
-               size_t d1, float* c) {
+               size_t d1, float* c, const float* const* next_kv, const float* const* next_score,
+               size_t next) {
   const DF d;
   const size_t N = hn::Lanes(d);
   for (size_t base = d0; base < d1; base += kBlockVectors * N) {
@@ -105,14 +213,15 @@ void PoolShort(const float* const* kv, const float* const* score, size_t valid, 
     for (size_t j = 1; j < valid; ++j)
       for (size_t u = 0; u < kBlockVectors; ++u)
         m[u] = hn::Max(m[u], hn::LoadU(d, score[j] + base + u * N));
-    // Rows are scattered over pages: move the block after next of every row into L1 early.
-    for (size_t j = 0; j < valid; ++j)
-      for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
-        hwy::Prefetch(score[j] + base + 2 * kBlockVectors * N + off);
-        hwy::Prefetch(kv[j] + base + 2 * kBlockVectors * N + off);
-      }
     for (size_t u = 0; u < kBlockVectors; ++u) den[u] = acc[u] = hn::Zero(d);
     for (size_t j = 0; j < valid; ++j) {
+      // The next token's lines of this block, a few per step (a burst would fill the miss
+      // buffers and stall the loads of this block).
+      if (j < next)
+        for (size_t off = 0; off < kBlockVectors * N; off += kLineFloats) {
+          __builtin_prefetch(next_score[j] + base + off, 0, 2);
+          __builtin_prefetch(next_kv[j] + base + off, 0, 2);
+        }
       for (size_t u = 0; u < kBlockVectors; ++u) {
         const VF e = ExpLib(hn::Sub(hn::LoadU(d, score[j] + base + u * N), m[u]));
         den[u] = hn::Add(den[u], e);
@@ -156,9 +265,9 @@ void PoolLong(const float* const* kv, const float* const* score, size_t valid, s
 
 // Channels [d0, d1) are multiples of 64 within 512.
 void Pool(const float* const* kv, const float* const* score, size_t valid, size_t d0, size_t d1,
-          float* c) {
+          float* c, const float* const* next_kv, const float* const* next_score, size_t next) {
   if (valid <= kShortWindow)
-    PoolShort(kv, score, valid, d0, d1, c);
+    PoolShort(kv, score, valid, d0, d1, c, next_kv, next_score, next);
   else
     PoolLong(kv, score, valid, d0, d1, c);
 }
@@ -236,7 +345,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <vector>
 
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -247,38 +356,25 @@ HWY_EXPORT(Finish);
 
 void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
                  size_t d1, float* c) {
-  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c);
+  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c, nullptr, nullptr, 0);
 }
-
-namespace {
-
-// Threads for `units` of work: exactly ctx.num_threads when given, else OpenMP's default capped so
-// that every thread gets at least `min_units` (small calls stay on the calling thread).
-int threads_for(const RunContext& ctx, int64_t units, int64_t min_units) {
-  if (ctx.num_threads > 0) return ctx.num_threads;
-  return static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(thread_count(ctx), units / min_units)));
-}
-
-// Splits [0, n) into `parts` contiguous ranges and runs f(begin, end) on each.
-template <class F>
-void parallel_ranges(int64_t n, int threads, const F& f) {
-  const int64_t parts = std::min<int64_t>(threads, n);
-  parallel_for(parts, threads, [&](int64_t i) { f(n * i / parts, n * (i + 1) / parts); });
-}
-
-}  // namespace
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
-  parallel_ranges(a.N, threads_for(ctx, a.N * a.SW, 1 << 15),
-                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1); });
+  const bool stream = a.N * a.SW * 8 >= kStreamBytes;
+  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16), [&](int64_t t0, int64_t t1) {
+    rows(a, t0, t1, stream, stream && ctx.check_finite);
+  });
+}
+
+void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
+  HWY_DYNAMIC_DISPATCH(MapRows)(a, n0, n1, stream);
 }
 
 void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx) {
-  const auto rows = HWY_DYNAMIC_DISPATCH(MapRows);
-  parallel_ranges(a.N, threads_for(ctx, a.N * a.K, 1 << 16),
-                  [&](int64_t n0, int64_t n1) { rows(a, n0, n1); });
+  const bool stream = a.N * a.K * 8 >= kStreamBytes;
+  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.K * 16),
+                  [&](int64_t n0, int64_t n1) { map_slot_rows(a, n0, n1, stream); });
 }
 
 void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx) {
@@ -293,10 +389,9 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
 
   // Pooling work items: (emitting token, channel chunk). With fewer tokens than threads a token's
   // channels are split into chunks of whole 64-channel blocks (channels are independent).
-  const int threads = threads_for(ctx, E * a.W * HD, 1 << 14);
+  const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8);
   const int64_t blocks = HD / 64;
   const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
-  std::vector<float> pooled(static_cast<size_t>(E * HD));
   // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
   // the state row, score at SW + that offset.
   auto window_rows = [&](int64_t t, const float** kv, const float** score) {
@@ -312,34 +407,44 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
     }
     return valid;
   };
-  parallel_for(E * chunks, threads, [&](int64_t item) {
-    const int64_t i = item / chunks, k = item % chunks;
-    const size_t d0 = static_cast<size_t>(blocks * k / chunks * 64);
-    const size_t d1 = static_cast<size_t>(blocks * (k + 1) / chunks * 64);
-    const float* kv[256];
-    const float* score[256];
-    if (a.W <= 16 && i + 1 < E) {
-      // Short windows: the next token's rows (scattered over pages) are fetched into L2 while
-      // this one is pooled (long windows prefetch row by row inside the pooling).
-      const size_t next = window_rows(emitting[static_cast<size_t>(i + 1)], kv, score);
-      for (size_t j = 0; j < next; ++j)
-        for (size_t off = d0; off < d1; off += 64 / sizeof(float)) {
-          __builtin_prefetch(kv[j] + off, 0, 2);
-          __builtin_prefetch(score[j] + off, 0, 2);
-        }
-    }
-    const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
-    pool_window(kv, score, valid, d0, d1, pooled.data() + i * HD);
-  });
-
+  const auto pool = HWY_DYNAMIC_DISPATCH(Pool);
+  const auto finish = HWY_DYNAMIC_DISPATCH(Finish);
   std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
   std::vector<uint8_t> finite(static_cast<size_t>(E));
-  const auto finish = HWY_DYNAMIC_DISPATCH(Finish);
-  parallel_for(E, std::min<int>(threads, static_cast<int>(E)), [&](int64_t i) {
+  const auto finish_entry = [&](int64_t i, const float* c) {
     uint8_t* entry = entries.data() + i * entry_bytes;
-    finite[static_cast<size_t>(i)] = finish(a, pos(emitting[static_cast<size_t>(i)]),
-                                            pooled.data() + i * HD, entry, entry + L.data_bytes);
-  });
+    finite[static_cast<size_t>(i)] =
+        finish(a, pos(emitting[static_cast<size_t>(i)]), c, entry, entry + L.data_bytes);
+  };
+  // Pools channels [d0, d1) of emitting token i into c[d0, d1).
+  const auto pool_token = [&](int64_t i, size_t d0, size_t d1, float* c) {
+    const float* kv[256];
+    const float* score[256];
+    const float* next_kv[16];
+    const float* next_score[16];
+    // Short windows fetch the next token's rows while they pool (long ones row by row).
+    const size_t next = a.W <= 16 && i + 1 < E
+                            ? window_rows(emitting[static_cast<size_t>(i + 1)], next_kv, next_score)
+                            : 0;
+    const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
+    pool(kv, score, valid, d0, d1, c, next_kv, next_score, next);
+  };
+  if (chunks == 1) {  // each token pooled and finished by one thread, its vector in L1
+    parallel_for(E, threads, [&](int64_t i) {
+      HWY_ALIGN float c[512];
+      pool_token(i, 0, static_cast<size_t>(HD), c);
+      finish_entry(i, c);
+    });
+  } else {
+    std::vector<float> pooled(static_cast<size_t>(E * HD));
+    parallel_for(E * chunks, threads, [&](int64_t item) {
+      const int64_t i = item / chunks, k = item % chunks;
+      pool_token(i, static_cast<size_t>(blocks * k / chunks * 64),
+                 static_cast<size_t>(blocks * (k + 1) / chunks * 64), pooled.data() + i * HD);
+    });
+    parallel_for(E, std::min<int>(threads, static_cast<int>(E)),
+                 [&](int64_t i) { finish_entry(i, pooled.data() + i * HD); });
+  }
   if (ctx.check_finite)
     for (uint8_t ok : finite)
       if (!ok) return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error

@@ -11,15 +11,18 @@
 #include <vector>
 
 #include "args/indexer.hpp"
+#include "core/parallel.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "optimized/indexer_logits.hpp"
-#include "optimized/parallel.hpp"
 #include "optimized/topk.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {
 
 constexpr int64_t D = kIndexerHeadDim;
+// Work of one key against one query row (H = 64 heads of 128 MACs), in bytes streamed in the same
+// time on one thread: the unit of threads_for (core/parallel.hpp).
+constexpr int64_t kKeyWorkBytes = 2048;
 
 // Query rows prepared by a kernel, each at a 64-byte aligned address.
 class PreparedRows {
@@ -143,7 +146,10 @@ void run_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx, const Log
   const auto* w = a.weights.ptr<const float>();
   float* logits = a.logits.ptr<float>();
   const auto n_items = static_cast<int64_t>(items_b.size());
-#pragma omp parallel num_threads(thread_count(ctx)) if (n_items > 1)
+  int64_t scored = 0;
+  for (int64_t l : L) scored += l;
+  const int nt = threads_for(ctx.num_threads, scored * kKeyWorkBytes);
+#pragma omp parallel num_threads(nt) if (nt > 1 && n_items > 1)
   {
     KernelThread thread(k);
 #pragma omp for schedule(static)
@@ -196,7 +202,9 @@ void run_indexer_topk(const IndexerTopkArgs& a, const RunContext& ctx, const Log
   const auto* q = a.q_fp8.ptr<const uint8_t>();
   const auto* w = a.weights.ptr<const float>();
   const auto n_rows = static_cast<int64_t>(long_rows.size());
-  const int nt = thread_count(ctx);
+  int64_t scored = 0;
+  for (const LongRow& lr : long_rows) scored += lr.L;
+  const int nt = threads_for(ctx.num_threads, scored * kKeyWorkBytes);
   if (n_rows >= 2 * static_cast<int64_t>(nt)) {
     PreparedRows prepared(k, a.H, nt);
     std::vector<float> scores(static_cast<size_t>(nt * longest));
@@ -223,7 +231,7 @@ void run_indexer_topk(const IndexerTopkArgs& a, const RunContext& ctx, const Log
   for (const LongRow& lr : long_rows) {
     prepared.prepare(0, q + lr.t * a.H * D, w + lr.t * a.H);
     const int64_t chunks = (lr.L + kKeyChunk - 1) / kKeyChunk;
-#pragma omp parallel num_threads(nt) if (chunks > 1)
+#pragma omp parallel num_threads(nt) if (nt > 1 && chunks > 1)
     {
       KernelThread thread(k);
 #pragma omp for schedule(dynamic, 1) nowait

@@ -141,43 +141,55 @@ void BlockF32(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* ou
   }
 }
 
-// indexer.md §2 steps 2–4 for one head x[0..127] with table row cs: returns the exponent e and,
-// when `codes` is not null, writes the 128 codes.
-int QuantHead(const float* x, const float* cs, uint8_t* codes) {
+// indexer.md §2 steps 2–5 for tokens [t0, t1): the codes of every head into codes[th·128 ..] and
+// weights_out into w_out[th] (th = t·H + h). The rotation's duplicated cos and signed sin lanes
+// (numerics.md §8.5 as optimized/numerics_hwy-inl.h's RopePairs computes it) are built once per
+// token and serve its H heads.
+void QuantTokens(const FusedIndexerQRopeQuantArgs& a, int64_t t0, int64_t t1, uint8_t* codes,
+                 float* w_out) {
   const DF d;
   const size_t N = hn::Lanes(d);
-  HWY_ALIGN float z[64];
-  RopePairs(cs, cs + 32, x + 64, 32, z);  // numerics.md §8.5
-  for (size_t i = 0; i < 64; i += N) hn::Store(RoundBf16(hn::Load(d, z + i)), d, z + i);
-  const float amax = std::max(AbsMax(x, 64), AbsMax(z, 64));
-  const int e = scale_exponent(amax, ScaleClamp::gpu);  // numerics.md §4, clamp-amax
-  if (codes != nullptr) {
-    const VF inv = hn::Set(d, pow2f(-e));
-    const hn::Rebind<uint8_t, DU> d8;
-    for (size_t i = 0; i < 64; i += N) {
-      hn::StoreU(hn::TruncateTo(d8, E4m3Sat(hn::Mul(hn::LoadU(d, x + i), inv))), d8, codes + i);
-      hn::StoreU(hn::TruncateTo(d8, E4m3Sat(hn::Mul(hn::Load(d, z + i), inv))), d8,
-                 codes + 64 + i);
-    }
-  }
-  return e;
-}
-
-// Heads th0 .. th1 − 1 (th = t·H + h): without `write_codes`, step 5 into w_out[th]; with it,
-// the codes into q_fp8.
-void QuantRange(const FusedIndexerQRopeQuantArgs& a, int64_t th0, int64_t th1, float* w_out,
-                bool write_codes) {
+  const hn::Rebind<uint8_t, DU> d8;
   const IndexReader positions(a.positions);
   const float* q = a.q.ptr<const float>();
   const float* w = a.weights.ptr<const float>();
   const float* table = a.cos_sin_cache.ptr<const float>();
-  uint8_t* codes = a.q_fp8.ptr<uint8_t>();
-  for (int64_t th = th0; th < th1; ++th) {
-    const float* cs = table + positions(th / a.H) * 64;
-    if (write_codes) {
-      QuantHead(q + th * kDim, cs, codes + th * kDim);
-    } else {
-      const int e = QuantHead(q + th * kDim, cs, nullptr);
+  HWY_ALIGN float z[64];
+#if HWY_TARGET != HWY_SCALAR
+  HWY_ALIGN float cd[64], sd[64];
+#endif
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* cs = table + positions(t) * 64;
+#if HWY_TARGET != HWY_SCALAR
+    for (size_t f = 0; f < 64; ++f) {
+      cd[f] = cs[f / 2];
+      sd[f] = f % 2 == 0 ? -cs[32 + f / 2] : cs[32 + f / 2];
+    }
+#endif
+    for (int64_t th = t * a.H; th < (t + 1) * a.H; ++th) {
+      const float* x = q + th * kDim;
+#if HWY_TARGET == HWY_SCALAR
+      RopePairs(cs, cs + 32, x + 64, 32, z);
+      for (size_t i = 0; i < 64; ++i) z[i] = hn::GetLane(RoundBf16(hn::Set(d, z[i])));
+      const float amax = std::max(AbsMax(x, 64), AbsMax(z, 64));
+#else
+      VF m = hn::Zero(d);  // |x| and |z| together: one reduction per head
+      for (size_t i = 0; i < 64; i += N) {
+        const VF v = hn::LoadU(d, x + 64 + i);
+        const VF r = RoundBf16(
+            Fma(v, hn::Load(d, cd + i), hn::Mul(hn::Shuffle2301(v), hn::Load(d, sd + i))));
+        hn::Store(r, d, z + i);
+        m = hn::Max(m, hn::Max(hn::Abs(r), hn::Abs(hn::LoadU(d, x + i))));
+      }
+      const float amax = hn::GetLane(hn::MaxOfLanes(d, m));
+#endif
+      const int e = scale_exponent(amax, ScaleClamp::gpu);  // numerics.md §4, clamp-amax
+      const VF inv = hn::Set(d, pow2f(-e));
+      uint8_t* c = codes + th * kDim;
+      for (size_t i = 0; i < 64; i += N) {
+        hn::StoreU(hn::TruncateTo(d8, E4m3Sat(hn::Mul(hn::LoadU(d, x + i), inv))), d8, c + i);
+        hn::StoreU(hn::TruncateTo(d8, E4m3Sat(hn::Mul(hn::Load(d, z + i), inv))), d8, c + 64 + i);
+      }
       w_out[th] = ((w[th] * pow2f(e)) * a.softmax_scale) * a.head_scale;
     }
   }
@@ -187,13 +199,13 @@ void QuantRange(const FusedIndexerQRopeQuantArgs& a, int64_t th0, int64_t th1, f
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
 HWY_EXPORT(PrepareRowF32);
 HWY_EXPORT(BlockF32);
-HWY_EXPORT(QuantRange);
+HWY_EXPORT(QuantTokens);
 
 namespace {
 
@@ -210,28 +222,24 @@ void hwy_block(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* o
 
 constexpr LogitsKernel kHwyKernel = {&hwy_q_bytes, &hwy_prepare, &hwy_block, nullptr, nullptr};
 
-constexpr int64_t kQuantChunk = 64;  // heads per parallel work item
-
-// Both passes of the op, over chunks of heads.
-void quant_pass(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx, float* w_out,
-                bool write_codes) {
-  const int64_t heads = a.T * a.H;
-  parallel_for((heads + kQuantChunk - 1) / kQuantChunk, thread_count(ctx), [&](int64_t c) {
-    HWY_DYNAMIC_DISPATCH(QuantRange)(a, c * kQuantChunk, std::min(heads, (c + 1) * kQuantChunk),
-                                     w_out, write_codes);
-  });
-}
-
 }  // namespace
 
 const LogitsKernel& hwy_logits_kernel() { return kHwyKernel; }
 
-// indexer.md §2: weights_out into scratch, the computed-value check, then codes and weights_out.
+// indexer.md §2 in one pass over q: codes and weights_out into scratch (the codes are a quarter of
+// q's bytes), the computed-value check, then both outputs.
 void fused_indexer_q_rope_quant_hwy(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx) {
+  thread_local std::vector<uint8_t> scratch;  // grows to the largest call of the calling thread
   std::vector<float> w_out(static_cast<size_t>(a.T * a.H));
-  quant_pass(a, ctx, w_out.data(), false);
+  const size_t n = static_cast<size_t>(a.T * a.H * kIndexerHeadDim);
+  scratch.resize(n);
+  uint8_t* codes = scratch.data();  // (the workers' thread_local would be their own)
+  const int threads = threads_for(ctx.num_threads, a.T * a.H * (kIndexerHeadDim * 5 + 8));
+  parallel_ranges(a.T, threads, [&](int64_t t0, int64_t t1) {
+    HWY_DYNAMIC_DISPATCH(QuantTokens)(a, t0, t1, codes, w_out.data());
+  });
   check_weights_out(a, w_out.data(), ctx);
-  quant_pass(a, ctx, w_out.data(), true);
+  std::copy(codes, codes + n, a.q_fp8.ptr<uint8_t>());
   std::copy(w_out.begin(), w_out.end(), a.weights_out.ptr<float>());
 }
 

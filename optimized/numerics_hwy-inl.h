@@ -53,8 +53,8 @@ HWY_INLINE VF SetBits(uint32_t bits) {
 
 // numerics.md §5, exp_lib. k = rint(RN(x·L2E)) is taken from the bits of RN(RN(x·L2E) + 1.5·2^23)
 // (exact ties-to-even rounding for |k| < 2^22), so no lane conversion or rounding instruction is
-// involved. For k in [−126, 127] the spec's RN(RN(u·2^k1)·2^k2) equals RN(u·2^k) with 2^k a normal
-// number (u·2^k1 is exact), so vectors whose lanes all lie there take one multiply; any other lane
+// involved. For k in [−125, 127] the spec's RN(RN(u·2^k1)·2^k2) is u·2^k exactly, a normal number
+// (u·2^k1 is exact), so vectors whose lanes all lie there add k to u's exponent; any other lane
 // (subnormal or overflowing results, the special cases, where out-of-range lanes compute harmless
 // garbage before being overwritten) sends the vector through the spec's two-step form.
 HWY_INLINE VF ExpLib(VF x) {
@@ -75,9 +75,12 @@ HWY_INLINE VF ExpLib(VF x) {
   u = Fma(hn::Mul(r, r), u, r);
   u = hn::Add(hn::Set(d, 1.0f), u);
   const VU kb = hn::BitCast(du, t);
-  const VU k126 = hn::Sub(kb, hn::Set(du, kMagicBits - 126u));  // k + 126, unsigned
-  if (HWY_LIKELY(hn::AllTrue(du, hn::Lt(k126, hn::Set(du, 254u)))))
-    return hn::Mul(u, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k126, hn::Set(du, 1u)))));
+  const VU k125 = hn::Sub(kb, hn::Set(du, kMagicBits - 125u));  // k + 125, unsigned
+  // u lies in [0.70, 1.42]: for k in [−125, 127] u·2^k is normal, and adding k to u's exponent
+  // field gives its bits.
+  if (HWY_LIKELY(hn::AllTrue(du, hn::Lt(k125, hn::Set(du, 253u)))))
+    return hn::BitCast(
+        d, hn::Add(hn::BitCast(du, u), hn::ShiftLeft<23>(hn::Sub(kb, hn::Set(du, kMagicBits)))));
   // kMagicBits is even: kb >> 1 = kMagicBits/2 + floor(k/2).
   const VU k1 = hn::ShiftRight<1>(kb);
   const VU k2 = hn::Sub(kb, k1);  // kMagicBits/2 + k − floor(k/2)

@@ -11,6 +11,7 @@ namespace dsv4cpu::detail::opt {
 // Per-thread working memory of the selection, reused across rows.
 struct TopkScratch {
   std::vector<float> heap_scores;
+  std::vector<uint64_t> heap_keys;
   std::vector<int32_t> survivor_index;
   std::vector<uint32_t> sample, keys, selection;
   std::vector<uint64_t> ranked;

@@ -10,7 +10,8 @@
 //
 // vllm (§5.4): the heap steps verbatim; an element enters only if s > h[0].s, and h[0].s changes
 // only when one enters, so a vector compare against h[0].s skips every block of elements that
-// cannot enter.
+// cannot enter. Without a NaN among the first K scores the heap holds one 64-bit key per element
+// (score order key, index), so that every step of the libstdc++ algorithm is an integer compare.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -276,9 +277,121 @@ void ReplaceTop(Heap h, int64_t len, float xs, int32_t xi) {
   SiftUp(h, len - 1, 0, xs, xi);
 }
 
-void VllmRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc) {
+// The same heap as 64-bit keys (OrderKey(s) << 32 | i) when no score in it is NaN: then
+// below(a, b) is key(a) > key(b) (−0 and +0 share a key and compare by index, as IEEE does),
+// every comparison is one integer compare and the child choice of SIFT_DOWN needs no branch.
+struct KeyHeap {
+  uint64_t* k;
+};
+
+inline uint64_t HeapKey(float s, int64_t i) {
+  return (static_cast<uint64_t>(OrderKey(s)) << 32) | static_cast<uint32_t>(i);
+}
+
+inline void SiftUpKey(KeyHeap h, int64_t hole, int64_t top, uint64_t v) {
+  int64_t parent = (hole - 1) / 2;
+  while (hole > top && h.k[parent] > v) {
+    h.k[hole] = h.k[parent];
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  h.k[hole] = v;
+}
+
+// The child SIFT_DOWN moves up from `parent` (which has two): the right one unless it is below
+// the left one.
+inline int64_t UpperChild(const uint64_t* k, int64_t parent) {
+  const int64_t right = 2 * (parent + 1);
+  return right - static_cast<int64_t>(k[right] > k[right - 1]);
+}
+
+// SIFT_DOWN; where the next three (or two) levels below the hole have both children, their
+// choices come from loads issued together (the descendants of p at each level are adjacent:
+// 2p + 1 .. 2p + 2, 4p + 3 .. 4p + 6, 8p + 7 .. 8p + 14), shortening the chain of dependent
+// loads; the moves are the same.
+inline void SiftDownKey(KeyHeap h, int64_t hole, int64_t n, uint64_t v) {
+  const int64_t top = hole, last_parent = (n - 1) / 2;  // nodes below it have two children
+  while (4 * hole + 6 < last_parent) {  // three levels: great-grandchildren 8p + 7 .. 8p + 14
+    const int64_t c = UpperChild(h.k, hole);
+    const int64_t g0 = UpperChild(h.k, 2 * hole + 1), g1 = UpperChild(h.k, 2 * hole + 2);
+    const int64_t e0 = UpperChild(h.k, 4 * hole + 3), e1 = UpperChild(h.k, 4 * hole + 4);
+    const int64_t e2 = UpperChild(h.k, 4 * hole + 5), e3 = UpperChild(h.k, 4 * hole + 6);
+    const bool left = c == 2 * hole + 1;
+    const int64_t g = left ? g0 : g1;
+    const int64_t first = left ? 4 * hole + 3 : 4 * hole + 5;  // g's sibling pair starts here
+    const int64_t e = g == first ? (left ? e0 : e2) : (left ? e1 : e3);
+    h.k[hole] = h.k[c];
+    h.k[c] = h.k[g];
+    h.k[g] = h.k[e];
+    hole = e;
+  }
+  while (2 * (hole + 1) < last_parent) {
+    const int64_t c = UpperChild(h.k, hole);
+    const int64_t g_left = UpperChild(h.k, 2 * hole + 1), g_right = UpperChild(h.k, 2 * hole + 2);
+    const int64_t g = c == 2 * hole + 1 ? g_left : g_right;
+    h.k[hole] = h.k[c];
+    h.k[c] = h.k[g];
+    hole = g;
+  }
+  int64_t child = hole;
+  while (child < last_parent) {
+    child = UpperChild(h.k, child);
+    h.k[hole] = h.k[child];
+    hole = child;
+  }
+  if (n % 2 == 0 && child == (n - 2) / 2) {
+    child = 2 * (child + 1);
+    h.k[hole] = h.k[child - 1];
+    hole = child - 1;
+  }
+  SiftUpKey(h, hole, top, v);
+}
+
+// REPLACE_TOP: the pop moves the top to position len − 1, which the push overwrites at once.
+inline void ReplaceTopKey(KeyHeap h, int64_t len, uint64_t x) {
+  SiftDownKey(h, 0, len - 1, h.k[len - 1]);
+  SiftUpKey(h, len - 1, 0, x);
+}
+
+// The first i in [from, L) with s[i] > t, or L: the first element alone (rows where most elements
+// enter), then four vectors per decision.
+int64_t NextAbove(const float* s, int64_t from, int64_t L, float t) {
+  if (from < L && s[from] > t) return from;
   const DF d;
   const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const VF tv = hn::Set(d, t);
+  int64_t i = from;
+  for (; i + 4 * N <= L; i += 4 * N) {
+    const auto m0 = hn::Gt(hn::LoadU(d, s + i), tv), m1 = hn::Gt(hn::LoadU(d, s + i + N), tv);
+    const auto m2 = hn::Gt(hn::LoadU(d, s + i + 2 * N), tv);
+    const auto m3 = hn::Gt(hn::LoadU(d, s + i + 3 * N), tv);
+    if (HWY_LIKELY(hn::AllFalse(d, hn::Or(hn::Or(m0, m1), hn::Or(m2, m3))))) continue;
+    if (!hn::AllFalse(d, m0)) return i + static_cast<int64_t>(hn::FindFirstTrue(d, m0));
+    if (!hn::AllFalse(d, m1)) return i + N + static_cast<int64_t>(hn::FindFirstTrue(d, m1));
+    if (!hn::AllFalse(d, m2)) return i + 2 * N + static_cast<int64_t>(hn::FindFirstTrue(d, m2));
+    return i + 3 * N + static_cast<int64_t>(hn::FindFirstTrue(d, m3));
+  }
+  for (; i < L; ++i)
+    if (s[i] > t) return i;
+  return L;
+}
+
+void VllmRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc) {
+  // The spec's entry test s[i] > f.s or (s[i] == f.s and i < f.i); its second clause never
+  // holds because every index in the heap is below i. A NaN never enters (IEEE).
+  bool nan_in_heap = false;
+  for (int64_t i = 0; i < K; ++i) nan_in_heap |= std::isnan(s[i]);
+  if (!nan_in_heap) {
+    sc.heap_keys.resize(static_cast<size_t>(K));
+    const KeyHeap h{sc.heap_keys.data()};
+    for (int64_t i = 0; i < K; ++i) h.k[i] = HeapKey(s[i], i);
+    for (int64_t p = (K - 2) / 2; p >= 0; --p) SiftDownKey(h, p, K, h.k[p]);  // MAKE
+    for (int64_t i = NextAbove(s, K, L, FromOrderKey(static_cast<uint32_t>(h.k[0] >> 32))); i < L;
+         i = NextAbove(s, i + 1, L, FromOrderKey(static_cast<uint32_t>(h.k[0] >> 32))))
+      ReplaceTopKey(h, K, HeapKey(s[i], i));
+    for (int64_t i = 0; i < K; ++i) out[i] = static_cast<int32_t>(h.k[i] & 0xFFFFFFFFu);
+    return;
+  }
   sc.heap_scores.resize(static_cast<size_t>(K));
   sc.survivor_index.resize(static_cast<size_t>(K));
   const Heap h{sc.heap_scores.data(), sc.survivor_index.data()};
@@ -287,21 +400,8 @@ void VllmRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc
     h.i[i] = static_cast<int32_t>(i);
   }
   for (int64_t p = (K - 2) / 2; p >= 0; --p) SiftDown(h, p, K, h.s[p], h.i[p]);  // MAKE
-  // The spec's entry test s[i] > f.s or (s[i] == f.s and i < f.i); its second clause never
-  // holds because every index in the heap is below i.
-  int64_t i = K;
-  while (i + N <= L) {
-    const auto enter = hn::Gt(hn::LoadU(d, s + i), hn::Set(d, h.s[0]));
-    if (hn::AllFalse(d, enter)) {
-      i += N;
-      continue;
-    }
-    const int64_t j = i + static_cast<int64_t>(hn::FindFirstTrue(d, enter));
-    ReplaceTop(h, K, s[j], static_cast<int32_t>(j));
-    i = j + 1;
-  }
-  for (; i < L; ++i)
-    if (s[i] > h.s[0]) ReplaceTop(h, K, s[i], static_cast<int32_t>(i));
+  for (int64_t i = NextAbove(s, K, L, h.s[0]); i < L; i = NextAbove(s, i + 1, L, h.s[0]))
+    ReplaceTop(h, K, s[i], static_cast<int32_t>(i));
   std::copy(h.i, h.i + K, out);  // array order
 }
 
@@ -309,7 +409,7 @@ void VllmRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "optimized/parallel.hpp"
+#include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -331,9 +431,11 @@ void topk_transform_hwy(const TopkTransformArgs& a, const RunContext& ctx) {
   const IndexReader page_table = paged ? IndexReader(a.page_table) : IndexReader();
   const int k = a.page_shift;
   const int64_t offset_mask = paged ? a.page_size - 1 : 0;
-  const int nt = thread_count(ctx);
+  int64_t bytes = 0;  // the scores of the rows that select
+  for (int64_t b = 0; b < a.B; ++b) bytes += seq_lens(b) > a.K ? seq_lens(b) * 4 : 0;
+  const int nt = threads_for(ctx.num_threads, bytes);
   std::vector<TopkScratch> scratch(static_cast<size_t>(nt));
-#pragma omp parallel num_threads(nt) if (a.B > 1)
+#pragma omp parallel num_threads(nt) if (nt > 1 && a.B > 1)
   {
     FpEnvGuard env;  // numerics.md §9: subnormal scores compare as themselves
     TopkScratch& sc = scratch[static_cast<size_t>(omp_get_thread_num())];

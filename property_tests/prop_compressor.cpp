@@ -1,7 +1,8 @@
 // Properties of the compressor ops (compressor.md §3, §4.1, §6, §7): every optimized variant of
-// the registry, on every compiled Highway target and with 1 or 2 threads, leaves every byte of its
-// outputs and in-place caches exactly as the reference does (numerics.md §11.1) and throws the same
-// error with the same message; bytes the op must not write keep their garbage.
+// the registry, on every compiled Highway target and with 1, 2 or 8 threads (at most the
+// processors), leaves every byte of its outputs and in-place caches exactly as the reference does
+// (numerics.md §11.1) and throws the same error with the same message; bytes the op must not write
+// keep their garbage.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 #include <sys/mman.h>
@@ -22,8 +23,8 @@
 namespace dsv4cpu::prop {
 namespace {
 
-// Every optimized variant against the reference, with 1 and 2 threads.
-const testing::Plan kOptimized{false, std::nullopt, true, {1, 2}};
+// Every optimized variant against the reference, with 1, 2 and 8 threads (at most the processors).
+const testing::Plan kOptimized{false, std::nullopt, true, {1, 2, 8}};
 
 // A zero-mean value with standard deviation sigma (triangular: the sum of two uniforms from one
 // draw; cheap enough for whole caches in sanitizer builds).

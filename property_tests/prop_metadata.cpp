@@ -1,8 +1,9 @@
 // Properties of the metadata builders (metadata.md §2-§9): for every builder with an optimized
-// variant, every optimized variant of the registry with 1 and 2 threads writes exactly the
-// reference's bytes (every output, every entry of a returned struct) and throws the same error;
-// output padding around each view keeps its garbage. Batches are mixed decode + prefill steps with
-// positions up to 2^20 and shuffled, row-padded block tables whose unread entries hold garbage.
+// variant, every optimized variant of the registry with 1, 2 and 8 threads (at most the
+// processors) writes exactly the reference's bytes (every output, every entry of a returned
+// struct) and throws the same error; output padding around each view keeps its garbage. Batches
+// are mixed decode + prefill steps with positions up to 2^20 and shuffled, row-padded block tables
+// whose unread entries hold garbage.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -18,8 +19,8 @@
 namespace dsv4cpu::prop {
 namespace {
 
-// Every optimized variant against the reference, with 1 and 2 threads.
-const testing::Plan kOptimized{false, std::nullopt, true, {1, 2}};
+// Every optimized variant against the reference, with 1, 2 and 8 threads (at most the processors).
+const testing::Plan kOptimized{false, std::nullopt, true, {1, 2, 8}};
 constexpr size_t kGuard = 64;  // garbage bytes before and after every output view
 
 // An output array inside garbage guard bytes.

@@ -124,6 +124,27 @@ RC_GTEST_PROP(NumericsHwy, ExpLibLanesEqualScalar, ()) {
   });
 }
 
+// Whole vectors of values whose k = rint(x·L2E) lies at an edge of the one-multiply range
+// [−125, 127] or just outside it (every lane alike, so the vector takes the path its k selects),
+// with results near the smallest normal and the largest finite value.
+RC_GTEST_PROP(NumericsHwy, ExpLibScalingEdgesEqualScalar, ()) {
+  const Seed seed = *gen_seed();
+  std::mt19937_64 rng(seed.value);
+  constexpr float kLn2 = 0.693147182f;
+  const float edges[] = {-127.0f, -126.5f, -126.0f, -125.5f, -125.0f, -124.5f, 126.5f, 127.0f};
+  std::vector<float> x(kValues);
+  for (size_t i = 0; i < kValues; i += 16) {
+    const float edge = edges[rng() % 8] * kLn2;
+    for (size_t j = i; j < i + 16; ++j) x[j] = near(rng, edge + uniform(rng, -0.3f, 0.3f));
+  }
+  std::vector<uint32_t> want(kValues), got(kValues);
+  for (size_t i = 0; i < kValues; ++i) want[i] = f32_bits(exp_lib(x[i]));
+  for_each_target([&](const std::string& target) {
+    HWY_DYNAMIC_DISPATCH(detail::opt::ExpN)(x.data(), got.data(), kValues);
+    assert_bits(got, want, x, "exp_lib on " + target);
+  });
+}
+
 RC_GTEST_PROP(NumericsHwy, FmaIsOneRounding, ()) {
   const Seed seed = *gen_seed();
   std::mt19937_64 rng(seed.value);

@@ -1,6 +1,6 @@
 // Properties of fused_indexer_q_rope_quant (indexer.md §2): every registered variant, on every
-// Highway target and with 1 and 2 threads, writes exactly the reference's bytes, and throws the
-// same error when weights_out overflows.
+// Highway target and with 1, 2 and 8 threads (at most the processors), writes exactly the
+// reference's bytes, and throws the same error when weights_out overflows.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -20,7 +20,7 @@
 namespace dsv4cpu::prop {
 namespace {
 
-const testing::Plan kEveryVariant{true, std::nullopt, true, {1, 2}};
+const testing::Plan kEveryVariant{true, std::nullopt, true, {1, 2, 8}};
 
 // ---- fused_indexer_q_rope_quant ----
 

@@ -1,6 +1,7 @@
 // GoogleTest adapters of the testing library: every run of an op, the rule that a required ISA
 // is never skipped, the error matchers of the bad-input tests, and the oracle's verdicts as
-// assertion results.
+// assertion results. Every test binary including it lifts the work thresholds of
+// core/parallel.hpp, so that runs with several threads split even the small calls of the tests.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,12 +10,17 @@
 #include <typeinfo>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "dsv4cpu/errors.hpp"
 #include "testing/isa.hpp"
 #include "testing/oracle.hpp"
 #include "testing/runs.hpp"
 
 namespace dsv4cpu::testing {
+
+// Set before main: a call with several threads splits whatever its size (the tests' thread-count
+// checks then cover the parallel paths).
+inline const bool kEveryCallSplits = (detail::set_min_bytes_per_thread_for_test(0), true);
 
 // Calls body(run) for every run of `op` (testing/runs.hpp), each with its Highway target forced.
 // An absent fixed-ISA variant whose ISA this machine must offer (isa_required) fails the test.

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/threads.hpp"
+#include "core/parallel.hpp"
 #include "dsv4cpu/attention.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/errors.hpp"
@@ -469,10 +469,10 @@ int process_threads() {
 }
 
 TEST(HostileThreads, NumThreadsIsCappedAtTheHardware) {
-  const int hw = detail::hardware_threads();
-  EXPECT_EQ(detail::thread_cap(10000), hw);
-  EXPECT_EQ(detail::thread_cap(1), 1);
-  EXPECT_LE(detail::thread_cap(0), hw);
+  const int hw = std::max(1, omp_get_num_procs());
+  EXPECT_EQ(detail::max_threads(10000), hw);
+  EXPECT_EQ(detail::max_threads(1), 1);
+  EXPECT_LE(detail::max_threads(0), hw);
   // Parallel variants with num_threads = 10000: the process never holds more than the hardware's
   // worth of extra threads (OpenMP keeps its pool after the call).
   const std::vector<float> scores(8 * 4096, 1.0f);

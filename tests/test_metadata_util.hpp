@@ -60,8 +60,8 @@ inline MutableTensorView out_view(std::vector<int32_t>& v, std::initializer_list
   return MutableTensorView(v.data(), DType::I32, shape);
 }
 
-// The metadata tests run every variant with 1 and 2 threads.
-inline const testing::Plan kThreads{true, std::nullopt, true, {1, 2}};
+// The metadata tests run every variant with 1, 2 and 8 threads (at most the processors).
+inline const testing::Plan kThreads{true, std::nullopt, true, {1, 2, 8}};
 
 // testing::expect_error on those runs.
 inline std::string expect_error(const std::string& op, const char* kind,

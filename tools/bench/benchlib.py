@@ -1,13 +1,24 @@
 """Reading dsv4cpu benchmark result files (Google Benchmark JSON) and deriving the figures that the
-comparison tool and the dashboard report: per-benchmark medians over repetitions, bytes/s against
-the machine's stream_read roofline, FLOP/s against the ISA's peak, and the speedup of every
-optimized variant over the reference at the same shape, all taken from one run."""
+comparison tool and the dashboard report, all taken within one run so that they survive a machine
+that is slower or faster as a whole:
+
+- share of the roof: bytes/s against the roofline of the benchmark's traffic kind (its label
+  `traffic=read|copy|write`; files without labels count as `read`) at the same thread count,
+  `stream_<kind>/<bytes>[/threads:2]` of the same run;
+- speedup over the reference: the reference's time at the same op and shape (one thread, checked)
+  over this benchmark's;
+- 2-thread speedup: the one-thread time of the same variant and shape over the two-thread time;
+- validation share: the part of a checked run's time that its `/unchecked` twin does not spend.
+
+Benchmark names are `<op>/<variant>/<shape>[/unchecked][/threads:2][/real_time]`; a one-thread run
+is timed in CPU time (as Google Benchmark computes its rates), a `/real_time` run in wall time."""
 import json
 import statistics
 from dataclasses import dataclass, field
 
 REFERENCE = "ref"
-ROOFLINE_OP = "stream_read"
+ROOFLINE_PREFIX = "stream_"
+TRAFFIC_KINDS = ("read", "copy", "write")
 
 # Single-precision FLOP per cycle and core of each ISA (two FMA pipes): the compute roofline for
 # benchmarks that report a "flops" counter. The peak is this times the measured clock.
@@ -15,14 +26,21 @@ FLOP_PER_CYCLE = {"amx": 1024 * 2, "avx512bf16": 2 * 2 * 32, "avx512": 2 * 2 * 1
                   "avx2": 2 * 2 * 8, "sse4": 2 * 4, "scalar": 2}
 
 
+def median(values):
+    return statistics.median(values) if values else None
+
+
 @dataclass
 class Bench:
     """One benchmark of one result file, aggregated over its repetitions."""
-    name: str            # <op>/<variant>/<shape>[/threads:N]
+    name: str            # the full run name
     op: str
     variant: str
-    shape: str
-    times_ns: list = field(default_factory=list)   # real time per iteration, one per repetition
+    shape: str           # without the /unchecked, /threads:N and /real_time suffixes
+    threads: int = 1
+    checked: bool = True
+    traffic: str = "read"
+    times_ns: list = field(default_factory=list)   # time per iteration, one per repetition
     bytes_per_second: list = field(default_factory=list)
     flops_per_second: list = field(default_factory=list)
 
@@ -32,24 +50,49 @@ class Bench:
 
     @property
     def median_bps(self):
-        return statistics.median(self.bytes_per_second) if self.bytes_per_second else None
+        return median(self.bytes_per_second)
 
     @property
     def median_flops(self):
-        return statistics.median(self.flops_per_second) if self.flops_per_second else None
+        return median(self.flops_per_second)
+
+    @property
+    def bytes_per_iteration(self):
+        """Bytes one iteration moves (rate × time): the work the share is taken of."""
+        if not self.bytes_per_second:
+            return None
+        return self.median_bps * self.median_ns * 1e-9
+
+    @property
+    def is_roofline(self):
+        return self.op.startswith(ROOFLINE_PREFIX) and self.op[len(ROOFLINE_PREFIX):] in TRAFFIC_KINDS
+
+    @property
+    def key(self):
+        """(op, variant, shape, threads, checked): a benchmark's identity across files."""
+        return (self.op, self.variant, self.shape, self.threads, self.checked)
 
 
 _UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
 def split_name(run_name):
-    """'compress_norm_rope_store/hwy/c4_prefill_4096' -> (op, variant, shape)."""
+    """'compress_norm_rope_store/hwy/C4/prefill4096/unchecked' -> (op, variant, shape, threads,
+    checked); rooflines have no variant: 'stream_copy/67108864/threads:2/real_time' ->
+    ('stream_copy', '', '67108864', 2, True)."""
     parts = run_name.split("/")
-    if parts[0] == ROOFLINE_OP:
-        return ROOFLINE_OP, "", "/".join(parts[1:])
-    if len(parts) < 3:
-        return parts[0], parts[1] if len(parts) > 1 else "", ""
-    return parts[0], parts[1], "/".join(parts[2:])
+    threads, checked = 1, True
+    while len(parts) > 1 and (parts[-1] in ("real_time", "unchecked") or parts[-1].startswith("threads:")):
+        last = parts.pop()
+        if last == "unchecked":
+            checked = False
+        elif last.startswith("threads:"):
+            threads = int(last.split(":", 1)[1])
+    op = parts[0]
+    if op.startswith(ROOFLINE_PREFIX):
+        return op, "", "/".join(parts[1:]), threads, checked
+    variant = parts[1] if len(parts) > 1 else ""
+    return op, variant, "/".join(parts[2:]), threads, checked
 
 
 @dataclass
@@ -60,26 +103,90 @@ class Results:
 
     def label(self):
         c = self.context
-        return c.get("date", self.path) + (" " + c["commit"][:8] if c.get("commit") else "")
+        return c.get("date", self.path)[:16] + (" " + c["commit"][:8] if c.get("commit") else "")
 
-    def roofline_bps(self):
-        """Bytes/s of the largest stream_read benchmark in this run (the bandwidth roofline)."""
-        rows = [b for b in self.benches.values() if b.op == ROOFLINE_OP and b.median_bps]
+    def find(self, op, variant, shape, threads=1, checked=True):
+        for b in self.benches.values():
+            if b.key == (op, variant, shape, threads, checked):
+                return b
+        return None
+
+    def roofline(self, traffic="read", threads=1):
+        """The stream_<traffic> benchmark with the largest buffer at this thread count, or None."""
+        rows = [b for b in self.benches.values()
+                if b.op == ROOFLINE_PREFIX + traffic and b.threads == threads and b.median_bps]
         if not rows:
             return None
-        return max(rows, key=lambda b: int("".join(ch for ch in b.shape if ch.isdigit()) or 0)).median_bps
+        return max(rows, key=lambda b: int("".join(ch for ch in b.shape if ch.isdigit()) or 0))
+
+    def roofline_bps(self, traffic="read", threads=1):
+        roof = self.roofline(traffic, threads)
+        return roof.median_bps if roof else None
+
+    def share(self, bench):
+        """Bytes/s over the roofline of the benchmark's traffic at its thread count (a fraction)."""
+        roof = self.roofline_bps(bench.traffic, bench.threads)
+        if bench.is_roofline or not roof or not bench.median_bps:
+            return None
+        return bench.median_bps / roof
+
+    def share_samples(self, bench):
+        roof = self.roofline_bps(bench.traffic, bench.threads)
+        if bench.is_roofline or not roof:
+            return []
+        return [bps / roof for bps in bench.bytes_per_second]
+
+    def _reference(self, bench):
+        if bench.variant in ("", REFERENCE) or bench.threads != 1 or not bench.checked:
+            return None
+        return self.find(bench.op, REFERENCE, bench.shape)
 
     def speedup(self, bench):
-        """Reference time / this variant's time at the same op and shape, from this run."""
-        if bench.variant in ("", REFERENCE):
-            return None
-        ref = self.benches.get("/".join([bench.op, REFERENCE, bench.shape]))
+        """Reference time / this variant's time at the same op and shape (one thread, checked)."""
+        ref = self._reference(bench)
         return ref.median_ns / bench.median_ns if ref else None
+
+    def speedup_samples(self, bench):
+        ref = self._reference(bench)
+        return [ref.median_ns / t for t in bench.times_ns] if ref else []
+
+    def _one_thread(self, bench):
+        if bench.threads == 1:
+            return None
+        return self.find(bench.op, bench.variant, bench.shape, 1, bench.checked)
+
+    def thread_speedup(self, bench):
+        """One-thread time / this benchmark's time, for a run on several threads."""
+        one = self._one_thread(bench)
+        return one.median_ns / bench.median_ns if one else None
+
+    def thread_speedup_samples(self, bench):
+        one = self._one_thread(bench)
+        return [one.median_ns / t for t in bench.times_ns] if one else []
+
+    def two_threads(self, bench):
+        """The two-thread run of a one-thread benchmark, or None."""
+        return self.find(bench.op, bench.variant, bench.shape, 2, bench.checked)
+
+    def unchecked(self, bench):
+        return self.find(bench.op, bench.variant, bench.shape, bench.threads, False)
+
+    def validation_share(self, bench):
+        """The part of a checked run's time that the checks take: 1 - unchecked / checked."""
+        u = self.unchecked(bench) if bench.checked else None
+        return 1 - u.median_ns / bench.median_ns if u else None
 
     def peak_flops(self, bench):
         isa = bench.variant if bench.variant in FLOP_PER_CYCLE else "avx512" if bench.variant == "hwy" else "scalar"
         mhz = self.context.get("mhz_per_cpu")
-        return FLOP_PER_CYCLE[isa] * mhz * 1e6 if mhz else None
+        return FLOP_PER_CYCLE[isa] * mhz * 1e6 * bench.threads if mhz else None
+
+    def ops(self):
+        out = []
+        for b in self.benches.values():
+            if not b.is_roofline and b.op not in out:
+                out.append(b.op)
+        return out
 
 
 def load(path):
@@ -92,9 +199,17 @@ def load(path):
         if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
             continue
         name = row.get("run_name", row["name"])
-        op, variant, shape = split_name(name)
-        b = benches.setdefault(name, Bench(name, op, variant, shape))
-        b.times_ns.append(row["real_time"] * _UNIT_NS[row.get("time_unit", "ns")])
+        op, variant, shape, threads, checked = split_name(name)
+        b = benches.setdefault(name, Bench(name, op, variant, shape, threads, checked))
+        label = row.get("label", "")
+        if label.startswith("traffic=") and label[len("traffic="):] in TRAFFIC_KINDS:
+            b.traffic = label[len("traffic="):]
+        elif b.is_roofline:
+            b.traffic = op[len(ROOFLINE_PREFIX):]
+        # Google Benchmark's rates use CPU time unless the run says real_time.
+        wall = name.endswith("/real_time") or "cpu_time" not in row
+        time = row["real_time"] if wall else row["cpu_time"]
+        b.times_ns.append(time * _UNIT_NS[row.get("time_unit", "ns")])
         if "bytes_per_second" in row:
             b.bytes_per_second.append(row["bytes_per_second"])
         if "flops" in row:
@@ -104,7 +219,7 @@ def load(path):
 
 def mann_whitney_p_greater(new, base):
     """Exact one-sided Mann-Whitney U test: the probability, under 'same distribution', of a U at
-    least as large as observed for 'new is slower than base' (small samples, ties counted half)."""
+    least as large as observed for 'new is larger than base' (small samples, ties counted half)."""
     from itertools import combinations
     pooled = list(new) + list(base)
     n = len(new)
@@ -121,3 +236,84 @@ def mann_whitney_p_greater(new, base):
         total += 1
         hits += u >= observed - 1e-12
     return hits / total
+
+
+@dataclass
+class Figure:
+    """One normalised figure of a benchmark in two runs."""
+    kind: str        # "share", "speedup", "2-thread", "time"
+    base: float
+    new: float
+    p: float = None  # one-sided p-value that the new run is worse (None: too few repetitions)
+    worse: bool = False
+
+    def text(self):
+        if self.kind == "share":
+            return f"share {100 * self.base:.1f}->{100 * self.new:.1f}%"
+        if self.kind == "time":
+            return f"time {self.base / 1e3:.1f}->{self.new / 1e3:.1f}us"
+        return f"{self.kind} {self.base:.2f}->{self.new:.2f}x"
+
+
+def _judge(kind, base_median, new_median, base_samples, new_samples, threshold, alpha, lower_is_worse=True):
+    """A Figure whose `worse` says the new run is worse beyond the threshold and, with at least 3
+    repetitions on each side, beyond the noise of the repetitions (exact Mann-Whitney at alpha)."""
+    ratio = new_median / base_median if base_median else 1.0
+    beyond = ratio < 1 - threshold if lower_is_worse else ratio > 1 + threshold
+    p = None
+    significant = True
+    if len(base_samples) >= 3 and len(new_samples) >= 3:
+        p = (mann_whitney_p_greater(base_samples, new_samples) if lower_is_worse
+             else mann_whitney_p_greater(new_samples, base_samples))
+        significant = p <= alpha
+    return Figure(kind, base_median, new_median, p, beyond and significant)
+
+
+def same_cpu(base, new):
+    a, b = base.context.get("cpu_model"), new.context.get("cpu_model")
+    return bool(a) and a == b
+
+
+def compare(base, new, threshold=0.10, alpha=0.05):
+    """For every benchmark of `new` also in `base` (by op, variant, shape, threads, checks): the
+    normalised figures both runs have (share of the matching roof when both runs have that roof and
+    the benchmark moves the same bytes per iteration in both; speedup over the reference; 2-thread
+    speedup) and, only between runs on the same CPU model, the raw time. Returns
+    [(new bench, base bench, [Figure])]."""
+    raw = same_cpu(base, new)
+    by_key = {b.key: b for b in base.benches.values() if not b.is_roofline}
+    out = []
+    for n in new.benches.values():
+        if n.is_roofline or n.key not in by_key:
+            continue
+        b = by_key[n.key]
+        figures = []
+        bb, nb = b.bytes_per_iteration, n.bytes_per_iteration
+        same_work = bb and nb and abs(bb - nb) <= 0.01 * bb
+        if same_work and b.traffic == n.traffic and base.share(b) and new.share(n):
+            figures.append(_judge("share", base.share(b), new.share(n), base.share_samples(b),
+                                  new.share_samples(n), threshold, alpha))
+        if base.speedup(b) and new.speedup(n):
+            figures.append(_judge("speedup", base.speedup(b), new.speedup(n), base.speedup_samples(b),
+                                  new.speedup_samples(n), threshold, alpha))
+        if base.thread_speedup(b) and new.thread_speedup(n):
+            figures.append(_judge("2-thread", base.thread_speedup(b), new.thread_speedup(n),
+                                  base.thread_speedup_samples(b), new.thread_speedup_samples(n),
+                                  threshold, alpha))
+        if raw:
+            figures.append(_judge("time", b.median_ns, n.median_ns, b.times_ns, n.times_ns, threshold,
+                                  alpha, lower_is_worse=False))
+        out.append((n, b, figures))
+    return out
+
+
+def verdict(figures, threshold=0.10):
+    """'REGRESSION (<figures>)', 'faster', 'ok' or '-' (nothing comparable)."""
+    if not figures:
+        return "-"
+    worse = [f.kind for f in figures if f.worse]
+    if worse:
+        return "REGRESSION (" + ", ".join(worse) + ")"
+    better = any((f.new < f.base * (1 - threshold)) if f.kind == "time" else (f.new > f.base * (1 + threshold))
+                 for f in figures)
+    return "faster" if better else "ok"

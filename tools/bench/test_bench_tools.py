@@ -15,20 +15,28 @@ COMPARE = os.path.join(HERE, "dsv4cpu-bench-compare")
 DASHBOARD = os.path.join(HERE, "dsv4cpu-dashboard")
 
 
-def synthetic(scale=None, reps=5, jitter=0.01):
-    """A result file with a reference and an optimized variant at two shapes plus stream_read.
-    scale: {benchmark name: factor applied to its times}."""
-    scale = scale or {}
+def synthetic(scale=None, reps=5, jitter=0.01, cpu="test", nbytes_scale=None):
+    """A result file with a reference and an optimized variant at two shapes, the optimized one
+    also on two threads and unchecked, plus the read and copy rooflines on one and two threads.
+    scale: {benchmark name: factor applied to its times}; nbytes_scale: the same for its bytes."""
+    scale, nbytes_scale = scale or {}, nbytes_scale or {}
     rows = []
-    base = {"stream_read/67108864": (8e6, 67108864), "op_a/ref/s1": (1000.0, 4096), "op_a/hwy/s1": (50.0, 4096),
-            "op_a/ref/s2": (8000.0, 32768), "op_a/hwy/s2": (400.0, 32768)}
-    for name, (t, nbytes) in base.items():
+    base = {"stream_read/67108864": (8e6, 67108864, "read"),
+            "stream_read/67108864/threads:2/real_time": (5e6, 67108864, "read"),
+            "stream_copy/67108864": (8e6, 2 * 67108864, "copy"),
+            "stream_copy/67108864/threads:2/real_time": (5e6, 2 * 67108864, "copy"),
+            "op_a/ref/s1": (1000.0, 4096, "copy"), "op_a/hwy/s1": (50.0, 4096, "copy"),
+            "op_a/ref/s2": (8000.0, 32768, "copy"), "op_a/hwy/s2": (400.0, 32768, "copy"),
+            "op_a/hwy/s2/unchecked": (300.0, 32768, "copy"),
+            "op_a/hwy/s2/threads:2/real_time": (250.0, 32768, "copy")}
+    for name, (t, nbytes, traffic) in base.items():
         for i in range(reps):
             time = t * scale.get(name, 1.0) * (1 + jitter * ((i * 7) % 5 - 2) / 2)
             rows.append({"name": name, "run_name": name, "run_type": "iteration", "repetitions": reps,
                          "repetition_index": i, "iterations": 100, "real_time": time, "cpu_time": time,
-                         "time_unit": "ns", "bytes_per_second": nbytes / (time * 1e-9)})
-    return {"context": {"date": "2026-11-29T12:00:00", "cpu_model": "test", "commit": "0123456789"},
+                         "time_unit": "ns", "label": "traffic=" + traffic,
+                         "bytes_per_second": nbytes * nbytes_scale.get(name, 1.0) / (time * 1e-9)})
+    return {"context": {"date": "2026-11-29T12:00:00", "cpu_model": cpu, "commit": "0123456789"},
             "benchmarks": rows}
 
 
@@ -50,19 +58,23 @@ class CompareTest(unittest.TestCase):
             json.dump(doc, f)
         return path
 
+    def line(self, out, name):
+        return next(l for l in out.splitlines() if l.startswith(name + " "))
+
     def test_identical_runs_pass(self):
         a = self.write("a.json", synthetic())
         rc, out = run(COMPARE, a, a)
         self.assertEqual(rc, 0, out)
-        self.assertIn("5 compared, 0 regressed", out)
+        self.assertIn("6 compared, 0 regressed", out)
+        self.assertIn("normalised figures and raw times compared", out)
 
     def test_injected_slowdown_is_flagged(self):
         a = self.write("a.json", synthetic())
         b = self.write("b.json", synthetic({"op_a/hwy/s2": 1.25}))
         rc, out = run(COMPARE, a, b)
         self.assertEqual(rc, 1, out)
-        line = next(l for l in out.splitlines() if l.startswith("op_a/hwy/s2"))
-        self.assertIn("REGRESSION", line)
+        line = self.line(out, "op_a/hwy/s2")
+        self.assertIn("REGRESSION (share, speedup, time)", line)
         self.assertIn("1 regressed", out)
 
     def test_slowdown_below_threshold_passes(self):
@@ -76,25 +88,57 @@ class CompareTest(unittest.TestCase):
         slow = copy.deepcopy(doc)
         for row in slow["benchmarks"]:
             if row["name"] == "op_a/hwy/s1" and row["repetition_index"] == 0:
+                row["cpu_time"] *= 3
                 row["real_time"] *= 3
+                row["bytes_per_second"] /= 3
         a, b = self.write("a.json", doc), self.write("b.json", slow)
         rc, out = run(COMPARE, a, b)
         self.assertEqual(rc, 0, out)
 
-    def test_whole_machine_slower_flags_time_not_speedup(self):
+    def test_whole_machine_slower_same_cpu_flags_time_only(self):
+        everything = {name: 2.0 for name in [r["name"] for r in synthetic()["benchmarks"]]}
         a = self.write("a.json", synthetic())
-        b = self.write("b.json", synthetic({"op_a/ref/s1": 2.0, "op_a/hwy/s1": 2.0}))
+        b = self.write("b.json", synthetic(everything))
         rc, out = run(COMPARE, a, b)
         self.assertEqual(rc, 1, out)
-        line = next(l for l in out.splitlines() if l.startswith("op_a/hwy/s1"))
-        self.assertIn("REGRESSION (time)", line)
+        self.assertIn("REGRESSION (time)", self.line(out, "op_a/hwy/s1"))
+        self.assertNotIn("share", self.line(out, "op_a/hwy/s1").split("REGRESSION")[1])
+
+    def test_other_cpu_model_compares_normalised_figures_only(self):
+        everything = {name: 1.6 for name in [r["name"] for r in synthetic()["benchmarks"]]}
+        a = self.write("a.json", synthetic())
+        b = self.write("b.json", synthetic(everything, cpu="another EPYC"))
+        rc, out = run(COMPARE, a, b)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("CPU models differ (test / another EPYC): normalised figures only, raw times not compared", out)
+        self.assertNotIn("time ", self.line(out, "op_a/hwy/s1"))
+        # ... and a real regression still shows on another CPU model.
+        c = self.write("c.json", synthetic(dict(everything, **{"op_a/hwy/s2": 1.6 * 1.3}), cpu="another EPYC"))
+        rc, out = run(COMPARE, a, c)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("REGRESSION (share, speedup)", self.line(out, "op_a/hwy/s2"))
 
     def test_speedup_drop_is_flagged(self):
         a = self.write("a.json", synthetic())
         b = self.write("b.json", synthetic({"op_a/ref/s2": 0.8}))  # reference got faster: speedup fell 20%
         rc, out = run(COMPARE, a, b)
         self.assertEqual(rc, 1, out)
-        line = next(l for l in out.splitlines() if l.startswith("op_a/hwy/s2"))
+        self.assertIn("REGRESSION (speedup)", self.line(out, "op_a/hwy/s2"))
+
+    def test_two_thread_speedup_drop_is_flagged(self):
+        a = self.write("a.json", synthetic())
+        b = self.write("b.json", synthetic({"op_a/hwy/s2/threads:2/real_time": 1.4}, cpu="another EPYC"))
+        rc, out = run(COMPARE, a, b)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("REGRESSION (share, 2-thread)", self.line(out, "op_a/hwy/s2/threads:2/real_time"))
+
+    def test_changed_work_skips_the_share(self):
+        a = self.write("a.json", synthetic())
+        b = self.write("b.json", synthetic({"op_a/hwy/s1": 1.3}, nbytes_scale={"op_a/hwy/s1": 0.5},
+                                           cpu="another EPYC"))
+        rc, out = run(COMPARE, a, b)
+        line = self.line(out, "op_a/hwy/s1")
+        self.assertNotIn("share", line)
         self.assertIn("REGRESSION (speedup)", line)
 
     def test_malformed_input_exits_2(self):
@@ -110,16 +154,17 @@ class CompareTest(unittest.TestCase):
         with open(path) as f:
             doc = json.load(f)
         results = benchlib.load(path)
-        victim = next(b.name for b in results.benches.values() if b.variant not in ("", "ref"))
+        victim = next(b.name for b in results.benches.values()
+                      if b.variant not in ("", "ref") and b.threads == 1 and b.checked)
         for row in doc["benchmarks"]:
             if row.get("run_name", row["name"]) == victim and row.get("run_type", "iteration") == "iteration":
                 row["real_time"] *= 1.5
                 row["cpu_time"] *= 1.5
+                row["bytes_per_second"] /= 1.5
         doctored = self.write("doctored.json", doc)
         rc, out = run(COMPARE, path, doctored)
         self.assertEqual(rc, 1, out)
-        line = next(l for l in out.splitlines() if l.startswith(victim + " ") or l.startswith(victim))
-        self.assertIn("REGRESSION", line)
+        self.assertIn("REGRESSION", self.line(out, victim))
 
 
 class BenchlibTest(unittest.TestCase):
@@ -128,28 +173,71 @@ class BenchlibTest(unittest.TestCase):
         self.assertEqual(benchlib.mann_whitney_p_greater([1, 2, 3], [6, 7, 8]), 1.0)
 
     def test_split_name(self):
-        self.assertEqual(benchlib.split_name("compress_norm_rope_store/hwy/c4_prefill_4096"),
-                         ("compress_norm_rope_store", "hwy", "c4_prefill_4096"))
-        self.assertEqual(benchlib.split_name("stream_read/67108864"), ("stream_read", "", "67108864"))
+        self.assertEqual(benchlib.split_name("compress_norm_rope_store/hwy/C4/prefill4096"),
+                         ("compress_norm_rope_store", "hwy", "C4/prefill4096", 1, True))
+        self.assertEqual(benchlib.split_name("save_partial_states/hwy/C4/decode1/unchecked"),
+                         ("save_partial_states", "hwy", "C4/decode1", 1, False))
+        self.assertEqual(benchlib.split_name("op/hwy/s/threads:2/real_time"), ("op", "hwy", "s", 2, True))
+        self.assertEqual(benchlib.split_name("stream_read/67108864"), ("stream_read", "", "67108864", 1, True))
+        self.assertEqual(benchlib.split_name("stream_copy/67108864/threads:2/real_time"),
+                         ("stream_copy", "", "67108864", 2, True))
+
+    def test_figures_of_one_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "r.json")
+            with open(p, "w") as f:
+                json.dump(synthetic(jitter=0), f)
+            r = benchlib.load(p)
+        hwy = r.find("op_a", "hwy", "s2")
+        # 32768 B in 400 ns against stream_copy's 2·64 MiB in 8 ms.
+        self.assertAlmostEqual(r.share(hwy), (32768 / 400e-9) / (2 * 67108864 / 8e-3))
+        self.assertAlmostEqual(r.speedup(hwy), 20.0)
+        self.assertAlmostEqual(r.thread_speedup(r.two_threads(hwy)), 1.6)
+        self.assertAlmostEqual(r.validation_share(hwy), 0.25)
+        # The 2-thread run is held to the 2-thread roof.
+        two = r.two_threads(hwy)
+        self.assertAlmostEqual(r.share(two), (32768 / 250e-9) / (2 * 67108864 / 5e-3))
 
 
 class DashboardTest(unittest.TestCase):
-    def test_renders_charts_for_history(self):
+    def render(self, d, scales, extra=()):
+        paths = []
+        for i, s in enumerate(scales):
+            p = os.path.join(d, f"r{i}.json")
+            with open(p, "w") as f:
+                json.dump(synthetic({"op_a/hwy/s1": s}), f)
+            paths.append(p)
+        out = os.path.join(d, "report.html")
+        rc, text = run(DASHBOARD, *paths, *extra, "-o", out)
+        self.assertEqual(rc, 0, text)
+        with open(out) as f:
+            return f.read()
+
+    def test_summary_table_opens_the_page(self):
         with tempfile.TemporaryDirectory() as d:
-            paths = []
-            for i, s in enumerate([1.0, 1.1]):
-                p = os.path.join(d, f"r{i}.json")
-                with open(p, "w") as f:
-                    json.dump(synthetic({"op_a/hwy/s1": s}), f)
-                paths.append(p)
-            out = os.path.join(d, "report.html")
-            rc, text = run(DASHBOARD, *paths, "-o", out)
-            self.assertEqual(rc, 0, text)
-            with open(out) as f:
-                page = f.read()
-            self.assertEqual(page.count('<svg class="chart"'), 3)  # throughput, speedup, history
-            self.assertIn("speedup over the reference", page)
-            self.assertIn("stream_read", page)
+            page = self.render(d, [1.0])
+        summary = page.index('<table class="summary">')
+        self.assertLess(summary, page.index("<svg"))
+        row = page[summary:page.index("</table>", summary)]
+        # op_a at its largest shape s2: hwy, copy traffic, 20x, 1.6x on two threads, 25% checks.
+        for cell in ["op_a", "s2", "hwy", "copy", "20.00x", "1.60x", "25.0%"]:
+            self.assertIn(f"<td>{cell}</td>" if cell != "op_a" else cell, row)
+
+    def test_history_plots_normalised_figures(self):
+        with tempfile.TemporaryDirectory() as d:
+            page = self.render(d, [1.0, 1.5])
+        # per op: share, speedup and 2-thread bars; share, speedup and 2-thread history.
+        self.assertEqual(page.count('<svg class="chart"'), 6)
+        self.assertIn("share of its roof over commits", page)
+        self.assertIn("speedup over the reference over commits", page)
+        self.assertIn("stream_copy", page)
+
+    def test_verdict_against_the_baseline(self):
+        with tempfile.TemporaryDirectory() as d:
+            page = self.render(d, [1.0, 1.0])
+            self.assertIn("<td>ok</td>", page)
+            page = self.render(d, [1.0, 1.5])  # hwy/s1 is 1.5x slower in the latest file
+        self.assertIn("REGRESSION (hwy/s1: share, speedup, time)", page)
 
 
 if __name__ == "__main__":

@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
   size_t passed = 0, skipped = 0;
   for (const Fixture& f : fixtures) {
     const FileResult fr = f.error.empty() ? run_fixture_file(f.path, f.name, mode)
-                                          : FileResult{{{"?", f.name, "-", false, f.error, ""}}, {}};
+                                          : FileResult{{{"?", f.name, "-", Outcome::error, "unreadable_file", f.error, "", 0.0}}, {}};
     for (const std::string& w : fr.warnings)
       std::cerr << "warning: " << printable(f.name) << ": " << printable(w) << "\n";
     for (const CaseResult& r : fr.cases) {

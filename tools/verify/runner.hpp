@@ -22,8 +22,8 @@ struct CaseResult {
   Outcome outcome = Outcome::error;
   // For a failure or an error, its type: failures "mismatch", "wrong_exception",
   // "no_exception", "written_before_exception", "isa_required"; errors "malformed_file",
-  // "fixture", "comparison", "exception", or the class of an unexpected dsv4cpu::Error
-  // ("ShapeError", ...).
+  // "unreadable_file", "fixture", "comparison", "exception", or the class of an unexpected
+  // dsv4cpu::Error ("ShapeError", ...).
   std::string type;
   std::string detail;    // worst difference, or the failure reason
   std::string error;     // what() of the exception the op raised, if any

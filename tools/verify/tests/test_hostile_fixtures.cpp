@@ -87,14 +87,17 @@ std::vector<uint8_t> wrapping_logits_fixture() {
 TEST(HostileFixtures, OutputSizeFromTheFileIsBounded) {
   const std::vector<uint8_t> file = wrapping_logits_fixture();
   const FileResult r = run_fixture_image(file.data(), file.size(), "wrap", ImplMode::all);
-  ASSERT_EQ(r.cases.size(), testing::runs("fp8_paged_mqa_logits").runs.size());
+  size_t judged = 0;  // the cases of variants this machine runs (the others are skipped)
   for (const CaseResult& c : r.cases) {
-    EXPECT_FALSE(c.pass) << c.variant;
+    if (c.outcome == Outcome::skipped) continue;
+    ++judged;
+    EXPECT_FALSE(c.passed()) << c.variant;
     EXPECT_EQ(c.detail,
               "fixture: output 'logits' F32 [17592186044416, 1048576] exceeds the verifier's "
               "limit of 268436768 bytes (8 x the file's tensor bytes + 256 MiB)")
         << c.variant;
   }
+  EXPECT_EQ(judged, testing::runs("fp8_paged_mqa_logits").runs.size());
 }
 
 TEST(HostileFixtures, OutputWhoseSizeOverflowsIsBounded) {
@@ -106,7 +109,7 @@ TEST(HostileFixtures, OutputWhoseSizeOverflowsIsBounded) {
   const std::vector<uint8_t> file = serialize_safetensors(f);
   const FileResult r = run_fixture_image(file.data(), file.size(), "overflow", ImplMode::reference);
   ASSERT_EQ(r.cases.size(), 1u);
-  EXPECT_FALSE(r.cases[0].pass);
+  EXPECT_FALSE(r.cases[0].passed());
   EXPECT_EQ(r.cases[0].detail.rfind("fixture: output 'logits' F32 [9007199254740992, 1048576] "
                                     "exceeds the verifier's limit",
                                     0),

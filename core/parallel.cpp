@@ -1,0 +1,28 @@
+#include "core/parallel.hpp"
+
+#include <atomic>
+
+namespace dsv4cpu::detail {
+namespace {
+std::atomic<int64_t> g_min_bytes_override{-1};
+}
+
+int max_threads(int num_threads) {
+  static const int processors = omp_get_num_procs();  // a system call: asked once
+  const int wanted = num_threads > 0 ? num_threads : omp_get_max_threads();
+  return std::max(1, std::min(wanted, processors));
+}
+
+int threads_for(int num_threads, int64_t bytes, int64_t min_bytes) {
+  const int64_t override_bytes = g_min_bytes_override.load(std::memory_order_relaxed);
+  if (override_bytes >= 0) min_bytes = override_bytes;
+  const int cap = max_threads(num_threads);
+  if (min_bytes <= 0) return cap;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, bytes / min_bytes)));
+}
+
+void set_min_bytes_per_thread_for_test(int64_t bytes) {
+  g_min_bytes_override.store(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace dsv4cpu::detail
