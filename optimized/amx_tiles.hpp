@@ -12,7 +12,9 @@
 #pragma once
 #include <cstdint>
 
-#ifdef __AMX_TILE__
+// -mamx-tile defines __AMX_TILE__ (GCC) or __AMXTILE__ (Clang).
+#if defined(__AMX_TILE__) || defined(__AMXTILE__)
+#define DSV4CPU_AMX_TILE 1
 #include <immintrin.h>
 #endif
 
@@ -43,7 +45,7 @@ inline TileConfig amx_tile_config() {
   return cfg;
 }
 
-#ifdef __AMX_TILE__
+#ifdef DSV4CPU_AMX_TILE
 // The tile intrinsics take tile numbers as literal tokens.
 static_assert(kTileA == 4 && kTileB == 5, "tile numbers below");
 
@@ -103,7 +105,7 @@ inline void amx_thread_begin() {
   _tile_loadconfig(&cfg);
 }
 inline void amx_thread_end() { _tile_release(); }
-#endif  // __AMX_TILE__
+#endif  // DSV4CPU_AMX_TILE
 
 }  // namespace
 }  // namespace dsv4cpu::detail::opt

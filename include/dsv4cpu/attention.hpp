@@ -47,13 +47,14 @@ DSV4CPU_API Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view 
 //            [T, H] contiguous, or absent (not requested).
 // Writes:    every element of out; of lse when given (the log-sum-exp without the sink, +inf
 //            for rows without a valid entry).
-// Allocates: per token the gathered rows of its valid columns (2 KiB per column) and their
-//            scores.
+// Allocates: ref: per token the gathered rows of its valid columns (2 KiB per column) and their
+//            scores; amx, avx512bf16, hwy: a per-thread scratch kept between calls (row pointers
+//            of a token, a 128-column block of decoded rows and the scores of 32 heads).
 // Throws:    ValueError (block sizes, scale, nope_decode); ShapeError (shapes; out or lse
 //            overlapping an input or each other); IndexError (a slot outside [-1, pages·P));
 //            NonFiniteError (q not finite, attn_sink NaN or +inf). NaN codes or scale byte 255 in
 //            a gathered row give a NaN output row.
-// Threads:   reference only: the calling thread.
+// Threads:   amx, avx512bf16, hwy: (token, group of 32 heads) items split across threads.
 DSV4CPU_API void sparse_mla_attention(
     const TensorView& q, const TensorView& window_cache, int64_t window_block_size,
     const TensorView& window_slots, const TensorView& compressed_cache,
