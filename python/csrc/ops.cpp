@@ -101,8 +101,17 @@ class Call {
  public:
   Call(const c10::FunctionSchema& schema, torch::jit::Stack& stack,
        const std::vector<std::string>& fp8)
-      : schema_(schema), args_(torch::jit::last(stack, schema.arguments().size())), fp8_(fp8) {
+      : schema_(schema), args_(torch::jit::last(stack, schema.arguments().size())) {
     op_ = schema.name().substr(schema.name().find("::") + 2);
+    // Every tensor argument, in the schema's (the specification's) order, so that the first
+    // argument the library cannot take is the one reported.
+    views_.resize(args_.size());
+    for (size_t i = 0; i < args_.size(); ++i) {
+      if (!args_[i].isTensor()) continue;
+      const std::string& name = schema.arguments()[i].name();
+      const bool codes = std::find(fp8.begin(), fp8.end(), name) != fp8.end();
+      views_[i] = view_of(args_[i].toTensor(), codes, op_, name);
+    }
   }
 
   // Inputs and outputs (outputs and in-place buffers alike, for now) are views of the tensors.
@@ -160,20 +169,17 @@ class Call {
   std::vector<c10::IValue>& results() { return results_; }
 
  private:
-  const c10::IValue& arg(const char* name) const {
+  size_t index(const char* name) const {
     const auto i = schema_.argumentIndexWithName(name);
     if (!i) throw std::logic_error(op_ + ": the binding reads '" + name + "', not in its schema");
-    return args_[static_cast<size_t>(*i)];
+    return static_cast<size_t>(*i);
   }
-  TensorView view(const char* name) const {
-    const c10::IValue& v = arg(name);
-    const bool fp8 = std::find(fp8_.begin(), fp8_.end(), name) != fp8_.end();
-    return v.isNone() ? TensorView() : view_of(v.toTensor(), fp8, op_, name);
-  }
+  const c10::IValue& arg(const char* name) const { return args_[index(name)]; }
+  TensorView view(const char* name) const { return views_[index(name)]; }  // None: absent
 
   const c10::FunctionSchema& schema_;
   c10::ArrayRef<c10::IValue> args_;
-  const std::vector<std::string>& fp8_;
+  std::vector<TensorView> views_;
   std::string op_, variant_;
   std::vector<c10::IValue> results_;
 };
@@ -520,14 +526,16 @@ void run_boxed(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
   const auto op = std::find_if(ops.begin(), ops.end(),
                                [&](const BoundOp& o) { return name == o.name; });
   if (op == ops.end()) throw std::logic_error("dsv4cpu: no binding for " + full);
-  Call call(schema, *stack, op->fp8);
+  std::vector<c10::IValue> results;
   try {
+    Call call(schema, *stack, op->fp8);
     op->run(call);
+    results = std::move(call.results());
   } catch (const Error& e) {
     raise_for_python(e);
   }
   torch::jit::drop(*stack, schema.arguments().size());
-  for (c10::IValue& r : call.results()) torch::jit::push(*stack, std::move(r));
+  for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
 }
 
 }  // namespace

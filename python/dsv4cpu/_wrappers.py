@@ -106,9 +106,10 @@ SPECS = {
         {"slot_mapping": (_I64, lambda a: (a.get("num_tokens_padded",
                                                  _index(a["query_start_loc"], -1)),))}),
     "swa_window_indices": (
-        "metadata.md §6: each token's sliding-window slots and their count ``lens``.",
+        "metadata.md §6: each token's sliding-window slots, and their count when ``lens`` "
+        "(I32 [T]) is given.",
         {"indices": (_I64, lambda a: (a["positions"].shape[0], a["window"])),
-         "lens": (_I32, lambda a: (a["positions"].shape[0],))}),
+         "lens": (_I32, lambda a: None)}),
     "c128a_topk_indices": (
         "metadata.md §7.1 (CPU form): the C128A compressed slots of each token.",
         {"indices": (_I64, lambda a: (a["positions"].shape[0],

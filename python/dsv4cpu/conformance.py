@@ -68,10 +68,12 @@ def adapter(target, op):
 
 class Parameter:
     """A parameter of the function under test: name, type text ("int", "Optional[Tensor]", ...,
-    or "" when unknown), whether it has a default, and whether the function writes it."""
+    or "" when unknown), whether it has a default (and which), and whether the function writes
+    it."""
 
-    def __init__(self, name, type_text, has_default, written):
-        self.name, self.type, self.has_default, self.written = name, type_text, has_default, written
+    def __init__(self, name, type_text, has_default, default, written):
+        self.name, self.type, self.written = name, type_text, written
+        self.has_default, self.default = has_default, default
 
     @property
     def optional(self):
@@ -83,15 +85,23 @@ def parameters_of(function):
     sch = schema(function)
     if sch is not None:
         return [Parameter(a.name, str(a.type), a.default_value is not None or a.kwarg_only,
-                          is_written(a)) for a in sch.arguments]
+                          a.default_value, is_written(a)) for a in sch.arguments]
     out = []
     for p in inspect.signature(function).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         ann = p.annotation
         type_text = ann.__name__ if isinstance(ann, type) else "" if ann is p.empty else str(ann)
-        out.append(Parameter(p.name, type_text, p.default is not p.empty, False))
+        out.append(Parameter(p.name, type_text, p.default is not p.empty,
+                             None if p.default is p.empty else p.default, False))
     return out
+
+
+def dsv4cpu_parameters(op):
+    """dsv4cpu's parameters of ``op`` by name (empty for an op it does not bind)."""
+    if op not in FP8_ARGUMENTS:
+        return {}
+    return {p.name: p for p in parameters_of(getattr(ops, op))}
 
 
 def _result_names(op):
@@ -136,14 +146,6 @@ def _garbage(shape, dtype):
     return t
 
 
-def _bytes(t):
-    return t.contiguous().view(-1).view(torch.uint8)
-
-
-def same_bytes(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(_bytes(a), _bytes(b))
-
-
 def _state_cache_view(base, fixture):
     """fixtures.md: a state cache stored F32 [nb, page_floats] with the scalar state_block_size is
     the view [nb, state_block_size, 2·SW] with page stride page_floats (2·SW from kv, or from the
@@ -176,6 +178,7 @@ class Call:
         self.arguments, self.buffers, self.copies = {}, {}, {}
         inputs, expected, scalars = fixture.inputs, fixture.expected, fixture.scalars
         outputs = SPECS.get(fixture.op, ("", {}))[1]
+        own = dsv4cpu_parameters(fixture.op)
         missing = []
         for p in params:
             if p.name in inputs:
@@ -194,6 +197,9 @@ class Call:
                 missing.append(p.name)
             elif p.optional:
                 self.arguments[p.name] = None
+            elif p.name in own and (own[p.name].has_default or own[p.name].optional):
+                # fixtures.md: an absent argument takes its default (None: the op's default)
+                self.arguments[p.name] = own[p.name].default
             else:
                 raise FixtureProblem(f"no value in the fixture for argument {p.name} "
                                      "(an adapter can supply it)")
@@ -256,11 +262,11 @@ class Call:
 
     def changed_inputs(self):
         inputs = self.fixture.inputs
-        return [n for n, t in self.copies.items() if not same_bytes(t, inputs[n])]
+        return [n for n, t in self.copies.items() if not fixtures.same_bytes(t, inputs[n])]
 
     def written_buffers(self):
         return [n for n, t in self.buffers.items()
-                if t is not None and not same_bytes(t, self.before[n])]
+                if t is not None and not fixtures.same_bytes(t, self.before[n])]
 
 
 class Target:
@@ -529,4 +535,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, so that adapters and Unsupported are the ones modules
+    # importing dsv4cpu.conformance see (not this __main__ copy's).
+    from dsv4cpu.conformance import main as module_main
+    sys.exit(module_main())

@@ -13,6 +13,8 @@ name (or the argument of an ``expected.<name>``) holds fp8 codes for the op, or 
 import collections
 import math
 
+import torch
+
 from ._extension import FP8_ARGUMENTS, ops
 
 FORMAT = "dsv4cpu-fixture/1"
@@ -56,6 +58,13 @@ class Fixture:
 
     def __repr__(self):
         return f"Fixture({self.path!r}, op={self.op!r})"
+
+
+def same_bytes(a, b):
+    """True when two tensors have one dtype and shape and equal bytes (NaN payloads included)."""
+    def flat(t):
+        return t.contiguous().view(-1).view(torch.uint8)
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(flat(a), flat(b))
 
 
 def load(path):
