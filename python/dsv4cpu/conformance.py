@@ -128,7 +128,10 @@ def scalar_value(text, type_text):
         except ValueError:
             raise FixtureProblem(f"'{text}' is not an integer") from None
     if base == "float":
-        return float(text)
+        try:
+            return float(text)
+        except ValueError:
+            raise FixtureProblem(f"'{text}' is not a number") from None
     if base in ("str", "string"):
         return text
     for convert in (int, float):
@@ -384,6 +387,8 @@ def run_case(fixture, target, function, label, extra, warnings):
         verdict = fixtures.check(fixture, call.results(returned))
     except FixtureProblem as e:
         return "FAIL", str(e), ""
+    except RuntimeError as e:  # the verifier's FixtureError: a scalar or override it cannot read
+        return "FAIL", f"fixture: {e}", ""
     return ("PASS" if verdict.passed else "FAIL"), verdict.detail, ""
 
 
