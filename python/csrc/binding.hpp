@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/options.hpp"
 #include "dsv4cpu/tensor.hpp"
 
 namespace dsv4cpu::python {
@@ -21,6 +22,9 @@ c10::ScalarType scalar_type_of(DType d);
 // The view of a tensor argument, without a copy: data pointer (storage offset included), dtype,
 // extents and strides as they are. An undefined tensor (None) gives the absent view.
 TensorView view_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg);
+
+// "best", "reference", "optimized" -> Impl; anything else is a ValueError naming `op` and "impl".
+Impl parse_impl(const std::string& op, const std::string& text);
 
 // Re-raises `e` as the exception torch turns into a Python one: IndexError for
 // dsv4cpu::IndexError, ValueError for the others. The message is what() followed by one line

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -23,15 +22,24 @@ namespace {
 using TensorDict = c10::Dict<std::string, at::Tensor>;
 using TextDict = c10::Dict<std::string, std::string>;
 
+// Runs `f`, raising a dsv4cpu::Error (an unsupported dtype, the library's own) for Python.
+template <class F>
+auto translated(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    raise_for_python(e);
+  }
+}
+
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 verify::Tensor to_fixture_tensor(const at::Tensor& t, bool fp8, const std::string& name) {
-  const TensorView v = view_of(t, fp8, "fixture", name);
-  const at::Tensor c = t.contiguous();
   verify::Tensor out;
-  out.dtype = v.dtype();
+  out.dtype = dtype_of(t, fp8, "fixture", name);
+  const at::Tensor c = t.contiguous();
   out.shape.assign(t.sizes().begin(), t.sizes().end());
   out.bytes = verify::Bytes(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
   return out;
@@ -69,7 +77,7 @@ std::tuple<TensorDict, TextDict, std::vector<std::string>> load(const std::strin
 
 void save(const std::string& path, const TensorDict& tensors, const TextDict& metadata,
           const std::vector<std::string>& fp8) {
-  verify::write_safetensors(path, fixture_of(tensors, metadata, fp8));
+  translated([&] { verify::write_safetensors(path, fixture_of(tensors, metadata, fp8)); });
 }
 
 // A result is fp8 when its expected.* tensor is.
@@ -86,27 +94,24 @@ std::map<std::string, verify::Tensor> results_of(const TensorDict& results,
 std::tuple<bool, std::string> check(const TensorDict& tensors, const TextDict& metadata,
                                     const std::vector<std::string>& fp8,
                                     const TensorDict& results) {
-  const verify::Verdict v =
-      verify::check_results(fixture_of(tensors, metadata, fp8), results_of(results, fp8));
+  const verify::Verdict v = translated([&] {
+    return verify::check_results(fixture_of(tensors, metadata, fp8), results_of(results, fp8));
+  });
   return {v.pass, v.detail};
 }
 
 TensorDict run(const TensorDict& tensors, const TextDict& metadata,
                const std::vector<std::string>& fp8, const std::string& impl,
                const c10::optional<std::string>& variant) {
-  Options o;
-  if (impl == "reference") o.impl = Impl::reference;
-  else if (impl == "optimized") o.impl = Impl::optimized;
-  else if (impl != "best") throw std::invalid_argument("impl '" + impl + "' is not best, reference or optimized");
-  if (variant) o.variant = *variant;
-  TensorDict out;
-  try {
+  return translated([&] {
+    Options o;
+    o.impl = parse_impl("_run", impl);
+    if (variant) o.variant = *variant;
+    TensorDict out;
     for (const auto& [name, t] : verify::library_results(fixture_of(tensors, metadata, fp8), o))
       out.insert(name, to_torch(t));
-  } catch (const Error& e) {
-    raise_for_python(e);
-  }
-  return out;
+    return out;
+  });
 }
 
 }  // namespace

@@ -79,6 +79,14 @@ TensorView view_of(const at::Tensor& t, bool fp8, const std::string& op, const s
   return TensorView(t.data_ptr(), dtype, rank, t.sizes().data(), t.strides().data());
 }
 
+Impl parse_impl(const std::string& op, const std::string& text) {
+  if (text == "best") return Impl::best;
+  if (text == "reference") return Impl::reference;
+  if (text == "optimized") return Impl::optimized;
+  throw ValueError(op, "impl", {}, text,
+                   "impl = " + text + ": unknown (expected best, reference or optimized)");
+}
+
 // ---- errors ----
 
 void raise_for_python(const Error& e) {
@@ -139,13 +147,7 @@ class Call {
   // The keyword-only options; the returned Options refer to this Call's variant text.
   Options options() {
     Options o;
-    const std::string impl = text("impl");
-    if (impl == "best") o.impl = Impl::best;
-    else if (impl == "reference") o.impl = Impl::reference;
-    else if (impl == "optimized") o.impl = Impl::optimized;
-    else
-      throw ValueError(op_, "impl", {}, impl,
-                       "impl = " + impl + ": unknown (expected best, reference or optimized)");
+    o.impl = parse_impl(op_, text("impl"));
     variant_ = text_or("variant", "");
     o.variant = variant_;
     o.check_finite = flag("check_finite");

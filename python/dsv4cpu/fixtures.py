@@ -15,6 +15,7 @@ import math
 
 import torch
 
+from . import errors
 from ._extension import FP8_ARGUMENTS, ops
 
 FORMAT = "dsv4cpu-fixture/1"
@@ -103,7 +104,7 @@ def save(path, op, inputs, expected, *, fp8=(), description=None, compare=None,
                        ("expected_error", expected_error), *scalars.items()):
         if value is not None:
             metadata[key] = scalar_text(value)
-    ops._save(str(path), tensors, metadata, _fp8_names(op, fp8))
+    errors.call(ops._save, str(path), tensors, metadata, _fp8_names(op, fp8))
 
 
 Verdict = collections.namedtuple("Verdict", "passed detail")
@@ -115,7 +116,8 @@ Verdict.__bool__ = lambda self: bool(self.passed)
 def check(fixture, results):
     """The verifier's verdict on ``results`` (dict of tensors by output name, one for every
     ``expected.*`` tensor of the fixture) computed by any implementation of the fixture's op."""
-    passed, detail = ops._check(fixture.tensors, fixture.metadata, sorted(fixture.fp8), results)
+    passed, detail = errors.call(ops._check, fixture.tensors, fixture.metadata,
+                                 sorted(fixture.fp8), results)
     return Verdict(passed, detail)
 
 

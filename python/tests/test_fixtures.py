@@ -66,6 +66,12 @@ def test_resaved_fixtures_verify(tmp_path, path):
     assert status == 0 and lines[-1] == "1 passed, 0 failed", lines
 
 
+def test_unsupported_dtype(tmp_path):
+    with pytest.raises(dsv4cpu.ShapeError, match="a: dtype Double"):
+        fixtures.save(tmp_path / "x.safetensors", "slot_mapping",
+                      {"a": torch.zeros(2, dtype=torch.float64)}, {})
+
+
 def test_malformed_file(tmp_path):
     path = tmp_path / "bad.safetensors"
     path.write_bytes(struct.pack("<Q", 100) + b"{}")

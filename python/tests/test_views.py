@@ -151,12 +151,24 @@ def test_arrays_the_library_cannot_take(tensor, pattern):
     assert e.value.argument == "local_indices"
 
 
-def test_fp8_codes_as_uint8_and_float8():
-    t, s, _ = load("fp8_paged_mqa_logits", "bs64_padded_shuffled")
-    want = dsv4cpu.fp8_paged_mqa_logits(*logits_args(t, s))
+def test_fp8_codes_as_uint8():
+    """uint8 codes are e4m3fn for q_fp8; another dtype is not."""
+    t, s, want = load("fp8_paged_mqa_logits", "bs64_padded_shuffled")
+    got = dsv4cpu.fp8_paged_mqa_logits(*logits_args(t, s))
+    assert dsv4cpu.compare("fp8_paged_mqa_logits", "logits", want["logits"], got, t, **s)
     with pytest.raises(dsv4cpu.ShapeError, match="q_fp8: dtype I32"):
         dsv4cpu.fp8_paged_mqa_logits(t["q_fp8"].int(), *logits_args(t, s)[1:])
+
+
+def test_fp8_codes_as_float8():
+    """Run by ctest as python.pytest.float8, skipped (not passed) with a torch that lacks it."""
     if not hasattr(torch, "float8_e4m3fn"):
         pytest.skip(f"torch {torch.__version__} has no float8_e4m3fn")
+    t, s, _ = load("fp8_paged_mqa_logits", "bs64_padded_shuffled")
+    want = dsv4cpu.fp8_paged_mqa_logits(*logits_args(t, s))
     q = t["q_fp8"].view(torch.float8_e4m3fn)
     assert fixtures.same_bytes(dsv4cpu.fp8_paged_mqa_logits(q, *logits_args(t, s)[1:]), want)
+    codes = dsv4cpu.fused_indexer_q_rope_quant(
+        *(torch.zeros(1, 1, 128), torch.ones(1, 1), torch.zeros(1, dtype=torch.int64),
+          torch.zeros(1, 64)))[0]
+    assert codes.dtype == torch.float8_e4m3fn
