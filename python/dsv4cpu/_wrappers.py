@@ -23,7 +23,7 @@ def _index(t, i):
     return int(t[i]) if t.numel() else 0
 
 
-def _rows(q):  # fp8_paged_mqa_logits: B·next_n rows from q_fp8 [B, next_n, H, 128] or [B·next_n, H, 128]
+def _rows(q):  # fp8_paged_mqa_logits: q_fp8 [B, next_n, H, 128] or [B·next_n, H, 128]
     return q.shape[0] * q.shape[1] if q.dim() == 4 else q.shape[0]
 
 
@@ -217,8 +217,8 @@ def _wrapper(op):
     else:
         gives = "None"
     wrapper.__doc__ = (f"{doc}\n\nThe wrapper of ``torch.ops.dsv4cpu.{op}``:\n    {sch}\n\n"
-                       f"Returns {gives}. Outputs not given are allocated: "
-                       f"{', '.join(outputs) or 'none'}.")
+                       f"Returns {gives}. Outputs the wrapper allocates when not given (and "
+                       f"the op requests them): {', '.join(outputs) or 'none'}.")
     return wrapper
 
 

@@ -302,16 +302,17 @@ class Dsv4cpuTarget(Target):
         variants = self.registry.get(op, [])
         label = {v["name"]: v["name"] + (":" + v["target"] if v["target"] else "")
                  for v in variants}
-        if "variant" not in [a.name for a in schema(getattr(ops, op)).arguments]:
-            return [(label.get(variants[-1]["name"], "-") if variants else "-", {})]
+        # An op without options (make_cos_sin_cache) has one variant and takes no selection.
+        selectable = "variant" in [a.name for a in schema(getattr(ops, op)).arguments]
         if self.impl == "all":
-            return [(label[v["name"]], {"variant": v["name"]}) for v in variants if v["available"]]
+            return [(label[v["name"]], {"variant": v["name"]} if selectable else {})
+                    for v in variants if v["available"]]
         chosen = ops.selected_variant(op, impl=self.impl)
         text = label.get(chosen, chosen)
         if self.impl == "optimized" and variants and chosen == variants[-1]["name"]:
             text += " (no optimized variant)" if len(variants) == 1 else \
                 " (no optimized variant available)"
-        return [(text, {"impl": self.impl})]
+        return [(text, {"impl": self.impl} if selectable else {})]
 
     def raised_as_expected(self, exc, kind):
         typed = errors.from_exception(exc) or exc

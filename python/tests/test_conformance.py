@@ -5,7 +5,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
-from support import FIXTURES, SHARED, conformance
+from support import FIXTURES, SHARED, conformance, verify
 
 LAST = re.compile(r"^(\d+) passed, (\d+) failed$")
 
@@ -29,6 +29,19 @@ def test_dsv4cpu_through_torch_every_variant():
     passed, failed = counts(lines)
     assert status == 0 and failed == 0 and passed > 300, lines[-30:]
     assert not case_lines(lines, "SKIP")
+
+
+def test_same_verdicts_as_dsv4cpu_verify():
+    """Through torch, every case line (op, case, variant, PASS/FAIL, detail) is the verifier's."""
+    def cases(lines):
+        return sorted(" ".join(line.split()) for line in lines
+                      if re.search(r"  (PASS|FAIL)  ", line))
+    for impl in ("reference", "optimized"):
+        status, lines = conformance("--impl", impl, FIXTURES)
+        verify_status, verify_lines = verify("--impl", impl, FIXTURES)
+        assert status == verify_status == 0
+        assert cases(lines) == cases(verify_lines) and len(cases(lines)) > 100
+        assert lines[-1] == verify_lines[-1]
 
 
 def test_dsv4cpu_as_a_foreign_torch_ops_target():
