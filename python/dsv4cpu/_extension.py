@@ -4,7 +4,8 @@ import os
 
 import torch
 
-torch.ops.load_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dsv4cpu_torch.so"))
+LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dsv4cpu_torch.so")
+torch.ops.load_library(LIBRARY)
 
 #: The torch.ops namespace of the extension: ``torch.ops.dsv4cpu``.
 ops = torch.ops.dsv4cpu

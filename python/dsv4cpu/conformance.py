@@ -4,12 +4,13 @@
         [--suffix SUFFIX] [--adapters MODULE]... [--report json|junit FILE]... PATH...
 
 Without ``--target`` the fixtures run through ``torch.ops.dsv4cpu`` (every available variant for
-``--impl all``). With ``--target`` the runner imports MODULE (a Python module, or ``torch.ops.<ns>``)
-and calls its function ``<op><SUFFIX>`` with the fixture's arguments, matched by name: from the
-torch schema for a torch operator, else from ``inspect.signature``. Inputs are passed as copies,
-outputs the fixture expects are allocated from the ``expected.*`` shapes and dtypes (pre-filled
-with bytes 0xA5) unless the function returns them, scalars are converted to the parameter's type.
-The results are judged by the verifier's contracts (numerics.md §11, :func:`dsv4cpu.fixtures.check`).
+``--impl all``). With ``--target`` the runner imports MODULE (a Python module, or
+``torch.ops.<ns>``) and calls its function ``<op><SUFFIX>`` with the fixture's arguments, matched
+by name: from the torch schema for a torch operator, else from ``inspect.signature``. Inputs are
+passed as copies, outputs the fixture expects are allocated from the ``expected.*`` shapes and
+dtypes (pre-filled with bytes 0xA5) unless the function returns them, scalars are converted to
+the parameter's type, and absent ones take dsv4cpu's default. The results are judged by the
+verifier's contracts (numerics.md §11, :func:`dsv4cpu.fixtures.check`).
 
 A case is skipped, not passed, when the target has no function for the op, no parameter for a
 tensor or scalar the fixture holds, or raises :class:`Unsupported`. An adapter registered with
@@ -264,10 +265,12 @@ class Call:
         return results
 
     def changed_inputs(self):
+        """Inputs the call modified."""
         inputs = self.fixture.inputs
         return [n for n, t in self.copies.items() if not fixtures.same_bytes(t, inputs[n])]
 
     def written_buffers(self):
+        """Buffers whose content changed (an error case must leave them alone)."""
         return [n for n, t in self.buffers.items()
                 if t is not None and not fixtures.same_bytes(t, self.before[n])]
 
@@ -343,6 +346,9 @@ class ModuleTarget(Target):
 
 
 class Result:
+    """One line of the run: op, case name, variant label, status (PASS, FAIL, SKIP), detail and
+    the error text the implementation raised, if any."""
+
     def __init__(self, op, name, variant, status, detail, error=""):
         self.op, self.name, self.variant = op, name, variant
         self.status, self.detail, self.error = status, detail, error
@@ -437,6 +443,7 @@ def collect(path):
 
 
 def json_report(results):
+    """The results as JSON: every case, and the passed, failed and skipped counts."""
     count = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
     cases = []
     for r in results:
@@ -450,6 +457,7 @@ def json_report(results):
 
 
 def junit_report(results):
+    """The results as JUnit XML: one suite per op, failures and skipped cases marked."""
     suites = {}
     for r in results:
         suites.setdefault(r.op, []).append(r)
@@ -472,6 +480,7 @@ def junit_report(results):
 
 
 def print_table(results, width):
+    """The per-op table: passed, failed and skipped cases, and the variants that ran."""
     rows = {}
     for r in results:
         row = rows.setdefault(r.op, {"PASS": 0, "FAIL": 0, "SKIP": 0, "variants": set()})
@@ -486,6 +495,7 @@ def print_table(results, width):
 
 
 def main(argv=None):
+    """The command line (module docstring); returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python3 -m dsv4cpu.conformance",
         description="Checks an implementation of the dsv4cpu ops against dsv4cpu-fixture/1 files.")

@@ -35,6 +35,7 @@ class Fixture:
 
     @property
     def op(self):
+        """The op's name (metadata ``op``)."""
         return self.metadata.get("op", "")
 
     @property
@@ -55,6 +56,7 @@ class Fixture:
 
     @property
     def expected_error(self):
+        """The class the call must raise (metadata ``expected_error``), or ""."""
         return self.metadata.get("expected_error", "")
 
     def __repr__(self):

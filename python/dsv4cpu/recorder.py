@@ -62,6 +62,7 @@ class Recorder:
         self.paths = []
 
     def _bind(self, args, kwargs):
+        """The call's arguments by the function's names."""
         if self.schema is not None:
             names = [a.name for a in self.schema.arguments]
             bound = dict(zip(names, args))
@@ -110,6 +111,7 @@ class Recorder:
             elif value is not None and name not in OPTION_NAMES:
                 scalars[fixture_name] = value
         for name, value in self._returned(result, list(bound.values())).items():
+            name = self.names.get(name, name)
             if isinstance(value, torch.Tensor):
                 expected[name] = _snapshot(value)
             elif isinstance(value, (bool, int)):
