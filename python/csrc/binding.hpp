@@ -20,8 +20,10 @@ DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::
 // uint8).
 c10::ScalarType scalar_type_of(DType d);
 // The view of a tensor argument, without a copy: data pointer (storage offset included), dtype,
-// extents and strides as they are. An undefined tensor (None) gives the absent view.
-TensorView view_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg);
+// extents and strides as they are. An undefined tensor (None) gives the absent view. Mutable, as
+// torch tensors are; an input is passed on as its TensorView.
+MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
+                          const std::string& arg);
 
 // "best", "reference", "optimized" -> Impl; anything else is a ValueError naming `op` and "impl".
 Impl parse_impl(const std::string& op, const std::string& text);

@@ -94,7 +94,7 @@ std::map<std::string, verify::Tensor> results_of(const TensorDict& results,
 std::tuple<bool, std::string> check(const TensorDict& tensors, const TextDict& metadata,
                                     const std::vector<std::string>& fp8,
                                     const TensorDict& results) {
-  const verify::Verdict v = translated([&] {
+  const testing::Verdict v = translated([&] {
     return verify::check_results(fixture_of(tensors, metadata, fp8), results_of(results, fp8));
   });
   return {v.pass, v.detail};

@@ -16,10 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "dsv4cpu/compressor.hpp"
-#include "dsv4cpu/indexer.hpp"
-#include "dsv4cpu/metadata.hpp"
-#include "dsv4cpu/options.hpp"
+#include "dsv4cpu/dsv4cpu.hpp"
 #include "python/csrc/binding.hpp"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
@@ -68,15 +65,16 @@ c10::ScalarType scalar_type_of(DType d) {
   return c10::ScalarType::Byte;
 }
 
-TensorView view_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg) {
-  if (!t.defined()) return TensorView();
+MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
+                          const std::string& arg) {
+  if (!t.defined()) return MutableTensorView();
   const DType dtype = dtype_of(t, fp8, op, arg);
   const auto rank = static_cast<int>(t.dim());
   if (rank > kMaxRank)
     throw ShapeError(op, arg, {}, std::to_string(rank),
                      arg + ": rank " + std::to_string(rank) + " (expected at most " +
                          std::to_string(kMaxRank) + " dimensions)");
-  return TensorView(t.data_ptr(), dtype, rank, t.sizes().data(), t.strides().data());
+  return MutableTensorView(t.data_ptr(), dtype, rank, t.sizes().data(), t.strides().data());
 }
 
 Impl parse_impl(const std::string& op, const std::string& text) {
@@ -114,17 +112,24 @@ class Call {
     // Every tensor argument, in the schema's (the specification's) order, so that the first
     // argument the library cannot take is the one reported.
     views_.resize(args_.size());
+    written_.resize(args_.size());
     for (size_t i = 0; i < args_.size(); ++i) {
+      const c10::Argument& a = schema.arguments()[i];
+      written_[i] = a.alias_info() != nullptr && a.alias_info()->isWrite();
       if (!args_[i].isTensor()) continue;
-      const std::string& name = schema.arguments()[i].name();
-      const bool codes = std::find(fp8.begin(), fp8.end(), name) != fp8.end();
-      views_[i] = view_of(args_[i].toTensor(), codes, op_, name);
+      const bool codes = std::find(fp8.begin(), fp8.end(), a.name()) != fp8.end();
+      views_[i] = view_of(args_[i].toTensor(), codes, op_, a.name());
     }
   }
 
-  // Inputs and outputs (outputs and in-place buffers alike, for now) are views of the tensors.
-  TensorView in(const char* name) const { return view(name); }
-  TensorView out(const char* name) const { return view(name); }
+  // An input: a read-only view of the tensor (None: absent).
+  TensorView in(const char* name) const { return views_[index(name)]; }
+  // An output or in-place buffer, an argument the schema marks as written (Tensor(a!)).
+  MutableTensorView out(const char* name) const {
+    const size_t i = index(name);
+    if (!written_[i]) throw std::logic_error(op_ + ": '" + name + "' is not a written argument");
+    return views_[i];
+  }
 
   int64_t integer(const char* name) const { return arg(name).toInt(); }
   std::optional<int64_t> integer_or_none(const char* name) const {
@@ -177,11 +182,11 @@ class Call {
     return static_cast<size_t>(*i);
   }
   const c10::IValue& arg(const char* name) const { return args_[index(name)]; }
-  TensorView view(const char* name) const { return views_[index(name)]; }  // None: absent
 
   const c10::FunctionSchema& schema_;
   c10::ArrayRef<c10::IValue> args_;
-  std::vector<TensorView> views_;
+  std::vector<MutableTensorView> views_;
+  std::vector<bool> written_;
   std::string op_, variant_;
   std::vector<c10::IValue> results_;
 };

@@ -21,8 +21,8 @@ def test_index_error():
     assert isinstance(e.value, builtins.IndexError) and isinstance(e.value, dsv4cpu.Error)
     assert not isinstance(e.value, builtins.ValueError)
     assert str(e.value) == ("dsv4cpu::map_local_to_global_slots: local_indices[1, 2] = 9: "
-                            "block-table column 3 beyond the table "
-                            "(expected local index / block_size < 3)")
+                            "references block-table column 3 beyond the table "
+                            "(expected column < 3)")
     assert (e.value.op, e.value.argument, e.value.index, e.value.value) == \
         ("map_local_to_global_slots", "local_indices", (1, 2), "9")
 
