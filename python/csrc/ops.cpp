@@ -493,6 +493,37 @@ const std::vector<BoundOp>& bound_ops() {
        }},
       {"build_tile_scheduler", "str layer_kind", "str", true, {},
        [](Call& c) { c.give(build_tile_scheduler(c.text("layer_kind"), c.options())); }},
+      // ---- attention (attention.md) ----
+      {"sparse_mla_attention",
+       "Tensor q, Tensor window_cache, int window_block_size, Tensor window_slots, "
+       "Tensor compressed_cache, int compressed_block_size, Tensor compressed_slots, "
+       "Tensor? attn_sink, float? scale, str? nope_decode, Tensor(a!) out, Tensor(b!)? lse=None",
+       "()", true, {},
+       [](Call& c) {
+         // scale: the Python float rounded once to fp32; None gives RN(512^-0.5).
+         const std::optional<double> scale = c.real_or_none("scale");
+         sparse_mla_attention(
+             c.in("q"), c.in("window_cache"), c.integer("window_block_size"),
+             c.in("window_slots"), c.in("compressed_cache"), c.integer("compressed_block_size"),
+             c.in("compressed_slots"), c.in("attn_sink"),
+             scale ? static_cast<float>(*scale) : kAttentionScale,
+             parse_nope_decode(c.op().c_str(), c.text_or("nope_decode", "exact")), c.out("out"),
+             c.out("lse"), c.options());
+       }},
+      {"fused_qnorm_rope_kv_insert",
+       "Tensor q, Tensor kv, Tensor positions, Tensor slot_mapping, Tensor(a!) swa_cache, "
+       "Tensor cos_sin_cache, int q_head_padded, float eps, int cache_block_size, "
+       "str? scale_clamp, str? fp8_subnormals, Tensor(b!) q_out",
+       "()", true, {},
+       [](Call& c) {
+         fused_qnorm_rope_kv_insert(
+             c.in("q"), c.in("kv"), c.in("positions"), c.in("slot_mapping"), c.out("swa_cache"),
+             c.in("cos_sin_cache"), c.integer("q_head_padded"), c.real("eps"),
+             c.integer("cache_block_size"),
+             parse_scale_clamp(c.op().c_str(), c.text_or("scale_clamp", "cpu")),
+             parse_fp8_subnormals(c.op().c_str(), c.text_or("fp8_subnormals", "exact")),
+             c.out("q_out"), c.options());
+       }},
       // ---- size helpers ----
       {"c128a_topk_width", "int max_model_len", "int", false, {},
        [](Call& c) { c.give(c128a_topk_width(c.integer("max_model_len"))); }},

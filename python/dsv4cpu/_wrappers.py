@@ -34,7 +34,7 @@ def _c128a_width(a):  # c128a_decode_metadata: Wmax, or the fixture's active wid
 # Per op: its documentation and, for each output the wrapper allocates when not given, the dtype
 # and a rule giving the shape from the bound arguments (None: not requested). The conformance
 # runner adds the fixture's shape-only scalars (num_tokens_padded, width) to the arguments.
-_I32, _I64, _F32 = torch.int32, torch.int64, torch.float32
+_I32, _I64, _F32, _BF16 = torch.int32, torch.int64, torch.float32, torch.bfloat16
 SPECS = {
     "save_partial_states": (
         "compressor.md §3: writes each token's kv row and score(+ape) row into the fp32 state "
@@ -139,6 +139,22 @@ SPECS = {
     "split_indexer_prefill_chunks": (
         "metadata.md §9.3: the base rule's chunks, rows (req_start, req_end, q_start, q_end).", {}),
     "build_tile_scheduler": ("metadata.md §10: the tile scheduler of a layer kind.", {}),
+    "sparse_mla_attention": (
+        "attention.md §2: sparse MLA attention of each query token over its window slots, then "
+        "its compressed slots (-1 skipped), in fp8_ds_mla pages (U8 [pages, page_bytes], a larger "
+        "page stride is honoured), with the optional ``attn_sink`` F32 [H]. ``out`` BF16 [T, H, "
+        "512]; ``lse`` F32 [T, H] only when passed. ``scale`` defaults to RN(512^-0.5) (the "
+        "Python float rounded once to fp32); ``nope_decode`` is ``'exact'`` (default) or "
+        "``'vllm'``.",
+        {"out": (_BF16, lambda a: (a["q"].shape[0], a["q"].shape[1], 512)),
+         "lse": (_F32, lambda a: None)}),
+    "fused_qnorm_rope_kv_insert": (
+        "attention.md §3: q RMSNorm and RoPE into ``q_out`` BF16 [T, q_head_padded, 512] (heads "
+        "past Hq are +0), and the SWA kv rows rotated, quantised and written into the fp8_ds_mla "
+        "pages of ``swa_cache`` at ``slot_mapping`` (updated in place; -1 skips). "
+        "``scale_clamp`` is ``'cpu'`` (default) or ``'gpu'``, ``fp8_subnormals`` ``'exact'`` "
+        "(default) or ``'flush'``.",
+        {"q_out": (_BF16, lambda a: (a["q"].shape[0], a["q_head_padded"], 512))}),
     "c128a_topk_width": ("Wc = ceil(max_model_len / 128) (metadata.md §7.1).", {}),
     "c128a_compact_width": (
         "The compact C128A width: the step's longest (positions[t] + 1) / 128.", {}),

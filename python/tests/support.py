@@ -1,5 +1,6 @@
 """Paths and helpers of the dsv4cpu package tests. ctest sets DSV4CPU_VERIFY, DSV4CPU_FIXTURES,
-DSV4CPU_SHARED_CONFORMANCE and DSV4CPU_README; by hand they default to the release build."""
+DSV4CPU_SHARED_CONFORMANCE, DSV4CPU_SHARED_CONFORMANCE_ATTENTION and DSV4CPU_README; by hand they
+default to the release build and the folders beside the project."""
 import os
 import subprocess
 import sys
@@ -13,6 +14,8 @@ SHARED = os.environ.get("DSV4CPU_SHARED_CONFORMANCE") or os.path.join(ROOT, ".."
                                                                       "conformance")
 VERIFY = os.environ.get("DSV4CPU_VERIFY") or os.path.join(ROOT, "build", "release", "tools",
                                                           "dsv4cpu-verify")
+SHARED_ATTENTION = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_ATTENTION") or os.path.join(
+    ROOT, "..", "shared", "conformance-attention")
 README = os.environ.get("DSV4CPU_README") or os.path.join(ROOT, "README.md")
 
 

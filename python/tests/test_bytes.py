@@ -11,9 +11,9 @@ import dsv4cpu
 from dsv4cpu import conformance, fixtures
 from dsv4cpu._extension import ops
 
-from support import FIXTURES, SHARED, fixture_files
+from support import FIXTURES, SHARED, SHARED_ATTENTION, fixture_files
 
-CASES = [c for c in fixture_files(FIXTURES, SHARED)
+CASES = [c for c in fixture_files(FIXTURES, SHARED, SHARED_ATTENTION)
          if not fixtures.load(c[0]).expected_error]
 REGISTRY = {o["name"]: o["variants"] for o in dsv4cpu.registered_ops()}
 

@@ -5,7 +5,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
-from support import FIXTURES, SHARED, conformance, verify
+from support import FIXTURES, SHARED, SHARED_ATTENTION, conformance, verify
 
 LAST = re.compile(r"^(\d+) passed, (\d+) failed$")
 
@@ -25,7 +25,8 @@ def case_lines(lines, status):
 
 
 def test_dsv4cpu_through_torch_every_variant():
-    status, lines = conformance(FIXTURES, *([SHARED] if os.path.isdir(SHARED) else []))
+    shared = [d for d in (SHARED, SHARED_ATTENTION) if os.path.isdir(d)]
+    status, lines = conformance(FIXTURES, *shared)
     passed, failed = counts(lines)
     assert status == 0 and failed == 0 and passed > 300, lines[-30:]
     assert not case_lines(lines, "SKIP")
