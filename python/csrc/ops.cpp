@@ -18,6 +18,8 @@
 
 #include "dsv4cpu/dsv4cpu.hpp"
 #include "python/csrc/binding.hpp"
+#include "testing/isa.hpp"
+#include "testing/runs.hpp"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
 #define DSV4CPU_TORCH_HAS_FLOAT8 1
@@ -235,16 +237,70 @@ void run_indexer_metadata(Call& c) {
     c.give_vector(*v, {n(*v)}, kI32);
 }
 
+nlohmann::json variant_json(const VariantInfo& v) {
+  return {{"name", v.name},
+          {"role", v.role == Role::reference ? "reference" : "optimized"},
+          {"available", v.available},
+          {"highway", v.highway},
+          {"isa", v.isa},
+          {"target", v.target}};
+}
+
 // The registry as JSON, for dsv4cpu.registered_ops().
 std::string registry_json() {
   nlohmann::json ops = nlohmann::json::array();
   for (const OpInfo& op : registered_ops()) {
     nlohmann::json variants = nlohmann::json::array();
-    for (const VariantInfo& v : op.variants)
-      variants.push_back({{"name", v.name}, {"available", v.available}, {"target", v.target}});
+    for (const VariantInfo& v : op.variants) variants.push_back(variant_json(v));
     ops.push_back({{"name", op.name}, {"variants", std::move(variants)}});
   }
   return ops.dump();
+}
+
+// The runs of `op` that dsv4cpu-verify --impl all makes (testing::runs, every Highway target
+// compiled in and supported here), as JSON for dsv4cpu.runs(): each run's label, variant, forced
+// Highway target and its bit; then each absent fixed-ISA variant with the verifier's message and
+// whether its ISA is required here.
+std::string runs_json(const std::string& op) {
+  nlohmann::json out = nlohmann::json::array();
+  testing::RunList list;
+  try {
+    list = testing::runs(op);
+  } catch (const std::invalid_argument&) {
+    throw ValueError("runs", "op", {}, op, "op = " + op + ": not a registered op");
+  }
+  for (const testing::Run& r : list.runs)
+    out.push_back({{"label", r.label()},
+                   {"variant", variant_json(r.variant)},
+                   {"target", r.target},
+                   {"target_bits", r.target_bits}});
+  for (const VariantInfo& v : list.absent) {
+    testing::RunList one;
+    one.absent = {v};
+    const testing::Absence a = testing::absence(op, one);
+    out.push_back({{"label", v.name},
+                   {"variant", variant_json(v)},
+                   {"absent", a.message},
+                   {"required", a.required}});
+  }
+  return out.dump();
+}
+
+// Forces Highway dispatch to the target of bit `bits` (a run's target_bits; 0: dispatch as usual)
+// for the whole process until the next call, and returns the bits forced before: what
+// dsv4cpu.highway_target() sets and restores around the calls of one run.
+int64_t pin_highway_target(int64_t bits) {
+  static std::optional<testing::ScopedTarget> pinned;
+  static int64_t current = 0;
+  const int64_t before = current;
+  pinned.reset();
+  if (bits != 0) {
+    testing::Run run;
+    run.target_bits = bits;
+    pinned.emplace(run);
+  }
+  current = bits;
+  return before;
 }
 
 std::string bindings_json();
@@ -535,6 +591,9 @@ const std::vector<BoundOp>& bound_ops() {
       {"selected_variant", "str op", "str", true, {},
        [](Call& c) { c.give(selected_variant(c.text("op"), c.options())); }},
       {"_registered_ops", "", "str", false, {}, [](Call& c) { c.give(registry_json()); }},
+      {"_runs", "str op", "str", false, {}, [](Call& c) { c.give(runs_json(c.text("op"))); }},
+      {"_pin_highway_target", "int target_bits", "int", false, {},
+       [](Call& c) { c.give(pin_highway_target(c.integer("target_bits"))); }},
       {"_bindings", "", "str", false, {}, [](Call& c) { c.give(bindings_json()); }},
   };
   return table;

@@ -3,8 +3,10 @@
     python3 -m dsv4cpu.conformance [--impl reference|optimized|all] [--target MODULE]
         [--suffix SUFFIX] [--adapters MODULE]... [--report json|junit FILE]... PATH...
 
-Without ``--target`` the fixtures run through ``torch.ops.dsv4cpu`` (every available variant for
-``--impl all``). With ``--target`` the runner imports MODULE (a Python module, or
+Without ``--target`` the fixtures run through ``torch.ops.dsv4cpu`` on the runs of
+``dsv4cpu-verify`` (``--impl all``: every variant, a Highway variant once per Highway target
+compiled in and supported here, forced while it runs; a fixed-ISA variant this machine lacks is
+skipped, or failed where its ISA is required). With ``--target`` the runner imports MODULE (a Python module, or
 ``torch.ops.<ns>``) and calls its function ``<op><SUFFIX>`` with the fixture's arguments, matched
 by name: from the torch schema for a torch operator, else from ``inspect.signature``. Inputs are
 passed as copies, outputs the fixture expects are allocated from the ``expected.*`` shapes and
@@ -18,10 +20,13 @@ tensor or scalar the fixture holds, or raises :class:`Unsupported`. An adapter r
 op when names, order or dtypes differ. ``expected_error`` cases pass when the call raises (for
 dsv4cpu: the named class or a subclass) and leaves every buffer unchanged.
 
-Prints one line per case, a per-op table and ``N passed, N failed`` last; exits 0 only when no
-case failed and at least one passed.
+Prints one line per case and variant (op, case, variant, PASS/FAIL/ERROR/SKIP, detail: the
+verdicts of ``dsv4cpu-verify``), a per-op table and ``N passed, N failed`` last (errors count as
+failed; ``, N skipped`` follows when a case was skipped); exits 0 only when no case failed and at
+least one passed.
 """
 import argparse
+import contextlib
 import importlib
 import inspect
 import json
@@ -31,7 +36,7 @@ import xml.etree.ElementTree as ET
 
 import torch
 
-from . import errors, fixtures
+from . import errors, fixtures, highway_target, runs as library_runs
 from ._extension import FP8_ARGUMENTS, is_written, ops, schema
 from ._wrappers import SPECS, output_shape
 
@@ -275,14 +280,29 @@ class Call:
                 if t is not None and not fixtures.same_bytes(t, self.before[n])]
 
 
+class Run:
+    """One run of an op on a target: its ``label`` on the result lines, the ``arguments`` it adds
+    to the call, the ``highway`` run of :func:`dsv4cpu.runs` whose Highway target is forced while
+    it runs (None: dispatch as usual), and for a variant this machine cannot run, why
+    (``absent``) and whether its ISA is required here (a failure, else a skip)."""
+
+    def __init__(self, label, arguments=None, highway=None, absent="", required=False):
+        self.label, self.arguments, self.highway = label, arguments or {}, highway
+        self.absent, self.required = absent, required
+
+
 class Target:
-    """An implementation under test: ``function(op)`` (or None) and the runs of an op as
-    (label, extra keyword arguments)."""
+    """An implementation under test: ``function(op)`` (or None) and the :class:`Run` list of an
+    op."""
 
     strict = True
 
     def runs(self, op):
-        return [(self.label, {})]
+        return [Run(self.label)]
+
+    def missing(self, op):
+        """The result of a fixture whose op the target lacks: (status, type, detail)."""
+        return "SKIP", "", f"the target has no op '{op}'"
 
     def raised_as_expected(self, exc, kind):
         return True, f"raised {type(exc).__name__} (expected {kind}; the class is not checked)"
@@ -302,20 +322,31 @@ class Dsv4cpuTarget(Target):
         return getattr(ops, op) if op in FP8_ARGUMENTS and not op.startswith("_") else None
 
     def runs(self, op):
+        """dsv4cpu-verify's runs: for ``all`` the run enumerator's (every Highway target, absent
+        fixed-ISA variants), else the variant ``impl`` selects."""
         variants = self.registry.get(op, [])
-        label = {v["name"]: v["name"] + (":" + v["target"] if v["target"] else "")
-                 for v in variants}
         # An op without options (make_cos_sin_cache) has one variant and takes no selection.
         selectable = "variant" in [a.name for a in schema(getattr(ops, op)).arguments]
         if self.impl == "all":
-            return [(label[v["name"]], {"variant": v["name"]} if selectable else {})
-                    for v in variants if v["available"]]
+            out = []
+            for r in library_runs(op):
+                if "absent" in r:
+                    out.append(Run(r["label"], absent=r["absent"], required=r["required"]))
+                else:
+                    out.append(Run(r["label"], {"variant": r["variant"]["name"]}
+                                   if selectable else {}, highway=r))
+            return out
+        label = {v["name"]: v["name"] + (":" + v["target"] if v["target"] else "")
+                 for v in variants}
         chosen = ops.selected_variant(op, impl=self.impl)
         text = label.get(chosen, chosen)
         if self.impl == "optimized" and variants and chosen == variants[-1]["name"]:
             text += " (no optimized variant)" if len(variants) == 1 else \
                 " (no optimized variant available)"
-        return [(text, {"impl": self.impl} if selectable else {})]
+        return [Run(text, {"impl": self.impl} if selectable else {})]
+
+    def missing(self, op):
+        return "ERROR", "fixture", f"unknown op '{op}'"
 
     def raised_as_expected(self, exc, kind):
         typed = errors.from_exception(exc) or exc
@@ -345,17 +376,24 @@ class ModuleTarget(Target):
             return None
 
 
+#: Statuses, as dsv4cpu-verify names them: PASS; FAIL, the result or the raised error is not the
+#: fixture's; ERROR, the case cannot be judged (a malformed fixture, an exception it does not
+#: expect); SKIP, the target or this machine cannot run it.
+STATUSES = ("PASS", "FAIL", "ERROR", "SKIP")
+
+
 class Result:
-    """One line of the run: op, case name, variant label, status (PASS, FAIL, SKIP), detail and
-    the error text the implementation raised, if any."""
+    """One line of the run: op, case name, variant label, status (:data:`STATUSES`), its type
+    (dsv4cpu-verify's failure and error types: "mismatch", "wrong_exception", "fixture", ...),
+    detail and the error text the implementation raised, if any."""
 
-    def __init__(self, op, name, variant, status, detail, error=""):
+    def __init__(self, op, name, variant, status, detail, error="", type=""):  # noqa: A002
         self.op, self.name, self.variant = op, name, variant
-        self.status, self.detail, self.error = status, detail, error
+        self.status, self.detail, self.error, self.type = status, detail, error, type
 
 
-def run_case(fixture, target, function, label, extra, warnings):
-    """One call of ``function`` on ``fixture``: a (status, detail, error) triple."""
+def run_case(fixture, target, function, extra, warnings):
+    """One call of ``function`` on ``fixture``: (status, type, detail, error)."""
     op, kind = fixture.op, fixture.expected_error
     custom = _ADAPTERS.get((target.name, op))
     canonical = getattr(ops, op) if custom is not None and op in FP8_ARGUMENTS else function
@@ -363,66 +401,82 @@ def run_case(fixture, target, function, label, extra, warnings):
         call = Call(fixture, parameters_of(canonical), target.strict and custom is None, warnings)
         call.arguments.update(extra)
     except FixtureProblem as e:
-        return "FAIL", f"fixture: {e}", ""
+        return "ERROR", "fixture", f"fixture: {e}", ""
     except Unsupported as e:
-        return "SKIP", str(e), ""
+        return "SKIP", "", str(e), ""
     try:
         if custom is not None:
             returned = custom(function, call.arguments, fixture)
         else:
             returned = function(**call.arguments)
     except Unsupported as e:
-        return "SKIP", str(e), ""
+        return "SKIP", "", str(e), ""
     except Exception as exc:  # the implementation's error, judged below
-        text = str(errors.from_exception(exc) or exc)
-        if not kind:
-            typed = errors.from_exception(exc)
-            what = f"{typed.kind}: {typed}" if typed else f"{type(exc).__name__}: {exc}"
-            return "FAIL", what, text
+        typed = errors.from_exception(exc)
+        text = str(typed or exc)
+        if not kind:  # an error the fixture does not expect: the case cannot be judged
+            if typed:
+                return "ERROR", typed.kind, f"{typed.kind}: {typed}", text
+            return "ERROR", "exception", f"{type(exc).__name__}: {exc}", text
         ok, detail = target.raised_as_expected(exc, kind)
-        if ok:
-            written = call.written_buffers()
-            if written:
-                ok, detail = False, f"{written[0]} was written before the error"
-        return ("PASS" if ok else "FAIL"), detail, text
+        if not ok:
+            return "FAIL", "wrong_exception", detail, text
+        written = call.written_buffers()
+        if written:
+            return ("FAIL", "written_before_exception", f"{written[0]} was written before the "
+                    "error", text)
+        return "PASS", "", detail, text
     if kind:
-        return "FAIL", f"no error raised (expected {kind})", ""
+        return "FAIL", "no_exception", f"no error raised (expected {kind})", ""
     changed = call.changed_inputs()
     if changed:
-        return "FAIL", f"input {changed[0]} was modified by the call", ""
+        return "FAIL", "input_modified", f"input {changed[0]} was modified by the call", ""
     try:
         verdict = fixtures.check(fixture, call.results(returned))
     except FixtureProblem as e:
-        return "FAIL", str(e), ""
+        return "FAIL", "missing_result", str(e), ""
     except RuntimeError as e:  # the verifier's FixtureError: a scalar or override it cannot read
-        return "FAIL", f"fixture: {e}", ""
-    return ("PASS" if verdict.passed else "FAIL"), verdict.detail, ""
+        return "ERROR", "fixture", f"fixture: {e}", ""
+    if verdict.passed:
+        return "PASS", "", verdict.detail, ""
+    return "FAIL", "mismatch", verdict.detail, ""
 
 
 def run_file(path, name, target):
     """Every run of one fixture file: a list of Result, and warnings."""
     warnings = set()
+
+    def unusable(op, detail, type="fixture"):  # noqa: A002
+        return [Result(op, name, "-", "ERROR", detail, type=type)], warnings
     try:
         fixture = fixtures.load(path)
     except RuntimeError as e:
-        return [Result("?", name, "-", "FAIL", f"malformed safetensors: {e}")], warnings
+        return unusable("?", f"malformed safetensors: {e}", "malformed_file")
     op = fixture.op
     if not op:
-        return [Result("?", name, "-", "FAIL", 'no __metadata__ "op"')], warnings
-    if fixture.metadata.get("format") != fixtures.FORMAT:
-        return [Result(op, name, "-", "FAIL", f'__metadata__ "format" is not {fixtures.FORMAT}')], \
-            warnings
+        return unusable("?", 'no __metadata__ "op"')
+    format_ = fixture.metadata.get("format", "")
+    if format_ != fixtures.FORMAT:
+        return unusable(op, f"__metadata__ \"format\" is '{format_}' (expected {fixtures.FORMAT})")
     kind = fixture.expected_error
     if kind and kind not in errors.CLASSES:
-        return [Result(op, name, "-", "FAIL", f"expected_error '{kind}' is not "
-                       "Error, ShapeError, IndexError, ValueError or NonFiniteError")], warnings
+        return unusable(op, f"expected_error '{kind}' is not "
+                        "Error, ShapeError, IndexError, ValueError or NonFiniteError")
     function = target.function(op)
     if function is None:
-        return [Result(op, name, "-", "SKIP", f"the target has no op '{op}'")], warnings
+        status, type_, detail = target.missing(op)
+        return [Result(op, name, "-", status, detail, type=type_)], warnings
     results = []
-    for label, extra in target.runs(op):
-        status, detail, error = run_case(fixture, target, function, label, extra, warnings)
-        results.append(Result(op, name, label, status, detail, error))
+    for run in target.runs(op):
+        if run.absent:  # dsv4cpu-verify: a skip, or a failure where the ISA is required
+            status, type_ = ("FAIL", "isa_required") if run.required else ("SKIP", "")
+            results.append(Result(op, name, run.label, status, run.absent, type=type_))
+            continue
+        pinned = highway_target(run.highway) if run.highway else contextlib.nullcontext()
+        with pinned:
+            status, type_, detail, error = run_case(fixture, target, function, run.arguments,
+                                                    warnings)
+        results.append(Result(op, name, run.label, status, detail, error, type_))
     return results, warnings
 
 
@@ -442,36 +496,49 @@ def collect(path):
     return sorted(found, key=lambda item: item[1])
 
 
+def counts(results):
+    """(passed, failed, skipped) as dsv4cpu-verify counts them: an error counts as failed."""
+    passed = sum(r.status == "PASS" for r in results)
+    skipped = sum(r.status == "SKIP" for r in results)
+    return passed, len(results) - passed - skipped, skipped
+
+
 def json_report(results):
-    """The results as JSON: every case, and the passed, failed and skipped counts."""
-    count = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
+    """The results as JSON: every case (with its type when it has one), and the passed, failed
+    (errors included) and skipped counts."""
+    passed, failed, skipped = counts(results)
     cases = []
     for r in results:
         case = {"op": r.op, "case": r.name, "variant": r.variant, "status": r.status,
                 "detail": r.detail}
+        if r.type:
+            case["type"] = r.type
         if r.error:
             case["error"] = r.error
         cases.append(case)
-    return json.dumps({"cases": cases, "passed": count["PASS"], "failed": count["FAIL"],
-                       "skipped": count["SKIP"]}, indent=2) + "\n"
+    return json.dumps({"cases": cases, "passed": passed, "failed": failed,
+                       "skipped": skipped}, indent=2) + "\n"
+
+
+def _junit_counts(cases):
+    return {"tests": str(len(cases)),
+            **{key: str(sum(r.status == s for r in cases))
+               for key, s in (("failures", "FAIL"), ("errors", "ERROR"), ("skipped", "SKIP"))}}
 
 
 def junit_report(results):
-    """The results as JUnit XML: one suite per op, failures and skipped cases marked."""
+    """The results as JUnit XML: one suite per op, failures, errors and skipped cases marked."""
     suites = {}
     for r in results:
         suites.setdefault(r.op, []).append(r)
-    root = ET.Element("testsuites", name="dsv4cpu.conformance", tests=str(len(results)),
-                      failures=str(sum(r.status == "FAIL" for r in results)),
-                      skipped=str(sum(r.status == "SKIP" for r in results)))
+    root = ET.Element("testsuites", name="dsv4cpu.conformance", **_junit_counts(results))
     for op, cases in suites.items():
-        suite = ET.SubElement(root, "testsuite", name=op, tests=str(len(cases)),
-                              failures=str(sum(r.status == "FAIL" for r in cases)),
-                              skipped=str(sum(r.status == "SKIP" for r in cases)))
+        suite = ET.SubElement(root, "testsuite", name=op, **_junit_counts(cases))
         for r in cases:
             case = ET.SubElement(suite, "testcase", classname=op, name=f"{r.name} [{r.variant}]")
-            if r.status == "FAIL":
-                ET.SubElement(case, "failure", message=r.detail).text = r.error or r.detail
+            if r.status in ("FAIL", "ERROR"):
+                ET.SubElement(case, "failure" if r.status == "FAIL" else "error", type=r.type,
+                              message=r.detail).text = r.error or r.detail
             elif r.status == "SKIP":
                 ET.SubElement(case, "skipped", message=r.detail)
             else:
@@ -480,17 +547,16 @@ def junit_report(results):
 
 
 def print_table(results, width):
-    """The per-op table: passed, failed and skipped cases, and the variants that ran."""
+    """The per-op table: passed, failed (errors included) and skipped cases, and the variants
+    that ran."""
     rows = {}
     for r in results:
-        row = rows.setdefault(r.op, {"PASS": 0, "FAIL": 0, "SKIP": 0, "variants": set()})
-        row[r.status] += 1
-        row["variants"].add(r.variant)
+        rows.setdefault(r.op, []).append(r)
     print(f"\n{'op':<{width}}  passed  failed  skipped  variants")
     for op in sorted(rows):
-        row = rows[op]
-        print(f"{op:<{width}}  {row['PASS']:>6}  {row['FAIL']:>6}  {row['SKIP']:>7}  "
-              f"{', '.join(sorted(row['variants']))}")
+        passed, failed, skipped = counts(rows[op])
+        variants = sorted({r.variant for r in rows[op] if r.status != "SKIP"})
+        print(f"{op:<{width}}  {passed:>6}  {failed:>6}  {skipped:>7}  {', '.join(variants)}")
     print()
 
 
@@ -537,13 +603,9 @@ def main(argv=None):
         for r in found:
             print(f"{r.op:<{width}}  {r.name}  {r.variant}  {r.status}  {r.detail}", flush=True)
         results += found
-    passed = sum(r.status == "PASS" for r in results)
-    failed = sum(r.status == "FAIL" for r in results)
-    skipped = sum(r.status == "SKIP" for r in results)
+    passed, failed, skipped = counts(results)
     print_table(results, width)
-    if skipped:
-        print(f"{skipped} skipped (not counted as passed)")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     for kind, path in args.report:
         with open(path, "w", encoding="utf-8") as f:
             f.write(json_report(results) if kind == "json" else junit_report(results))

@@ -33,16 +33,18 @@ def torch_results(fixture, extra):
 
 
 def assert_torch_equals_cpp(fixture):
-    """On every available variant, or once for an op without variant selection."""
-    runs = conformance.Dsv4cpuTarget("all").runs(fixture.op)
+    """On every run of dsv4cpu-verify --impl all (every available variant, a Highway variant on
+    every Highway target), or once for an op without variant selection."""
+    runs = [r for r in conformance.Dsv4cpuTarget("all").runs(fixture.op) if not r.absent]
     assert runs
-    for label, extra in runs:
-        cpp = ops._run(fixture.tensors, fixture.metadata, sorted(fixture.fp8), "best",
-                       extra.get("variant"))
-        got = torch_results(fixture, extra)
-        assert sorted(got) == sorted(cpp), label
+    for run in runs:
+        with dsv4cpu.highway_target(run.highway or {}):
+            cpp = ops._run(fixture.tensors, fixture.metadata, sorted(fixture.fp8), "best",
+                           run.arguments.get("variant"))
+            got = torch_results(fixture, run.arguments)
+        assert sorted(got) == sorted(cpp), run.label
         for name, want in cpp.items():
-            assert fixtures.same_bytes(got[name], want), f"{label}: {name}"
+            assert fixtures.same_bytes(got[name], want), f"{run.label}: {name}"
 
 
 @pytest.mark.parametrize("path", [c[0] for c in CASES], ids=[c[1] for c in CASES])

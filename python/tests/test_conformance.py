@@ -5,9 +5,10 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+from dsv4cpu import fixtures
 from support import FIXTURES, SHARED, SHARED_ATTENTION, conformance, verify
 
-LAST = re.compile(r"^(\d+) passed, (\d+) failed$")
+LAST = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
 
 
 def folders(*ops):
@@ -29,20 +30,50 @@ def test_dsv4cpu_through_torch_every_variant():
     status, lines = conformance(FIXTURES, *shared)
     passed, failed = counts(lines)
     assert status == 0 and failed == 0 and passed > 300, lines[-30:]
-    assert not case_lines(lines, "SKIP")
+    # Every Highway target compiled in and supported here runs the Highway variants.
+    assert any("  hwy:AVX2  PASS  " in line for line in lines)
+    assert any("  hwy:SCALAR  PASS  " in line for line in lines)
+    # Skipped: only the fixed-ISA variants this machine cannot run.
+    for line in case_lines(lines, "SKIP"):
+        assert "is not available on this CPU or OS" in line, line
+
+
+def verdicts(lines):
+    """The case lines (op, case, variant, status, detail), spaces normalised, sorted."""
+    return sorted(" ".join(line.split()) for line in lines
+                  if re.search(r"  (PASS|FAIL|ERROR|SKIP)  ", line))
 
 
 def test_same_verdicts_as_dsv4cpu_verify():
-    """Through torch, every case line (op, case, variant, PASS/FAIL, detail) is the verifier's."""
-    def cases(lines):
-        return sorted(" ".join(line.split()) for line in lines
-                      if re.search(r"  (PASS|FAIL)  ", line))
-    for impl in ("reference", "optimized"):
-        status, lines = conformance("--impl", impl, FIXTURES)
-        verify_status, verify_lines = verify("--impl", impl, FIXTURES)
+    """Through torch, every case line (op, case, variant, PASS/FAIL/ERROR/SKIP, detail) and the
+    summary are the verifier's, for each --impl: the same runs (variants and Highway targets)."""
+    folders_ = [FIXTURES] + [d for d in (SHARED_ATTENTION,) if os.path.isdir(d)]
+    for impl in ("reference", "optimized", "all"):
+        status, lines = conformance("--impl", impl, *folders_)
+        verify_status, verify_lines = verify("--impl", impl, *folders_)
         assert status == verify_status == 0
-        assert cases(lines) == cases(verify_lines) and len(cases(lines)) > 100
+        assert verdicts(lines) == verdicts(verify_lines) and len(verdicts(lines)) > 100
         assert lines[-1] == verify_lines[-1]
+
+
+def test_same_verdicts_on_unusable_and_failing_files(tmp_path):
+    """Malformed files are errors, a wrong expected value a failure, in both runners."""
+    (tmp_path / "short.safetensors").write_bytes(b"garbage")
+    (tmp_path / "header.safetensors").write_bytes(b"\x08" + b"\x00" * 7 + b"{no json")
+    fixture = fixtures.load(os.path.join(FIXTURES, "map_local_to_global_slots",
+                                         "spec_example.safetensors"))
+    wrong = fixture.expected["slots"].clone()
+    wrong[0, 0] += 1
+    fixtures.save(str(tmp_path / "wrong.safetensors"), fixture.op, fixture.inputs,
+                  {"slots": wrong}, **fixture.scalars)
+    fixtures.save(str(tmp_path / "unknown_op.safetensors"), "no_such_op", fixture.inputs,
+                  fixture.expected)
+    status, lines = conformance("--impl", "reference", str(tmp_path))
+    verify_status, verify_lines = verify("--impl", "reference", str(tmp_path))
+    assert status == verify_status == 1
+    assert verdicts(lines) == verdicts(verify_lines), (lines, verify_lines)
+    assert sorted(v.split()[3] for v in verdicts(lines)) == ["ERROR", "ERROR", "ERROR", "FAIL"]
+    assert lines[-1] == verify_lines[-1] == "0 passed, 4 failed"
 
 
 def test_dsv4cpu_as_a_foreign_torch_ops_target():
@@ -60,7 +91,7 @@ def test_python_module_target():
     assert status == 0 and failed == 0, lines
     skipped = case_lines(lines, "SKIP")
     assert len(skipped) == 2 and all("the target has no argument 'next_n'" in s for s in skipped)
-    assert f"{len(skipped)} skipped (not counted as passed)" in lines
+    assert lines[-1] == f"{passed} passed, 0 failed, {len(skipped)} skipped"
     assert any("spec_example.safetensors  targets.good  PASS  exact" in line for line in lines)
 
 
