@@ -26,10 +26,14 @@ OPTION_NAMES = ("impl", "variant", "num_threads")
 
 
 def _names_of_results(op):
-    """dsv4cpu's names of the op's returns, or ()."""
+    """dsv4cpu's names of what the op gives back: its returns, or for an op without returns the
+    arguments it writes (what its ``dsv4cpu.<op>`` wrapper returns); () for another op."""
     function = getattr(ops, op, None) if op in FP8_ARGUMENTS else None
     sch = schema(function) if function is not None else None
-    return tuple(r.name for r in sch.returns) if sch is not None else ()
+    if sch is None:
+        return ()
+    return tuple(r.name for r in sch.returns) or tuple(a.name for a in sch.arguments
+                                                       if is_written(a))
 
 
 def _snapshot(t):

@@ -10,6 +10,7 @@ import torch
 import dsv4cpu
 from dsv4cpu import conformance, fixtures
 from dsv4cpu._extension import ops
+from dsv4cpu._wrappers import SPECS
 
 from support import FIXTURES, SHARED, SHARED_ATTENTION, fixture_files
 
@@ -77,6 +78,7 @@ def test_every_kernel_op_is_covered():
     bound = set(json.loads(ops._bindings()))
     assert set(REGISTRY) - {"build_tile_scheduler", "c128a_topk_indices_compact"} <= covered
     assert set(REGISTRY) <= bound
+    assert set(REGISTRY) <= set(SPECS)  # every op has its wrapper dsv4cpu.<op>
 
 
 def test_ops_without_fixtures():

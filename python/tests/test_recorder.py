@@ -90,3 +90,28 @@ def test_returned_values(tmp_path):
     f = fixtures.load(tmp_path / "split_decodes_and_prefills_00000.safetensors")
     assert f.expected["num_prefill_tokens"].tolist() == [3]
     both_pass(tmp_path, 2)
+
+
+def test_attention_ops(tmp_path):
+    """The attention ops: an in-place cache, the optional lse, string and fp32 scalars."""
+    t = fixtures.load(fixture("fused_qnorm_rope_kv_insert", "tiny_tiles_gpu_flush")).inputs
+    cache = t["swa_cache"].clone()
+    record(dsv4cpu.fused_qnorm_rope_kv_insert, tmp_path)(
+        t["q"], t["kv"], t["positions"], t["slot_mapping"], cache, t["cos_sin_cache"], 1, 1e-6, 4,
+        "gpu", "flush")
+    a = fixtures.load(fixture("sparse_mla_attention", "c4a_512_identity_and_random"))
+    inputs = dict(a.inputs)
+    lse = torch.empty(a.expected["lse"].shape) if "lse" in a.expected else None
+    kernel = record(torch.ops.dsv4cpu.sparse_mla_attention, tmp_path)
+    out = torch.empty(a.expected["out"].shape, dtype=torch.bfloat16)
+    kernel(inputs["q"], inputs["window_cache"], int(a.scalars["window_block_size"]),
+           inputs["window_slots"], inputs["compressed_cache"],
+           int(a.scalars["compressed_block_size"]), inputs["compressed_slots"],
+           inputs.get("attn_sink"), None, None, out, lse)
+    insert = fixtures.load(tmp_path / "fused_qnorm_rope_kv_insert_00000.safetensors")
+    assert sorted(insert.expected) == ["q_out", "swa_cache"]
+    assert insert.scalars["scale_clamp"] == "gpu" and insert.scalars["fp8_subnormals"] == "flush"
+    attention = fixtures.load(tmp_path / "sparse_mla_attention_00000.safetensors")
+    assert sorted(attention.expected) == sorted(a.expected)
+    assert "scale" not in attention.scalars and "nope_decode" not in attention.scalars
+    both_pass(tmp_path, 2)
