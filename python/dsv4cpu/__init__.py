@@ -62,5 +62,6 @@ from .fixtures import Verdict, compare  # noqa: E402  (needs the wrappers above)
 from . import fixtures, recorder  # noqa: E402
 
 __all__ = ["Error", "ShapeError", "IndexError", "ValueError", "NonFiniteError", "FP8_DTYPE",
-           "registered_ops", "runs", "highway_target", "compare", "Verdict", "errors", "fixtures", "recorder",
+           "registered_ops", "runs", "highway_target", "compare", "Verdict", "errors",
+           "fixtures", "recorder",
            *sorted(_WRAPPERS)]

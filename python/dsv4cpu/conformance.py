@@ -6,13 +6,13 @@
 Without ``--target`` the fixtures run through ``torch.ops.dsv4cpu`` on the runs of
 ``dsv4cpu-verify`` (``--impl all``: every variant, a Highway variant once per Highway target
 compiled in and supported here, forced while it runs; a fixed-ISA variant this machine lacks is
-skipped, or failed where its ISA is required). With ``--target`` the runner imports MODULE (a Python module, or
-``torch.ops.<ns>``) and calls its function ``<op><SUFFIX>`` with the fixture's arguments, matched
-by name: from the torch schema for a torch operator, else from ``inspect.signature``. Inputs are
-passed as copies, outputs the fixture expects are allocated from the ``expected.*`` shapes and
-dtypes (pre-filled with bytes 0xA5) unless the function returns them, scalars are converted to
-the parameter's type, and absent ones take dsv4cpu's default. The results are judged by the
-verifier's contracts (numerics.md §11, :func:`dsv4cpu.fixtures.check`).
+skipped, or failed where its ISA is required). With ``--target`` the runner imports MODULE (a
+Python module, or ``torch.ops.<ns>``) and calls its function ``<op><SUFFIX>`` with the fixture's
+arguments, matched by name: from the torch schema for a torch operator, else from
+``inspect.signature``. Inputs are passed as copies, outputs the fixture expects are allocated from
+the ``expected.*`` shapes and dtypes (pre-filled with bytes 0xA5) unless the function returns
+them, scalars are converted to the parameter's type, and absent ones take dsv4cpu's default. The
+results are judged by the verifier's contracts (numerics.md §11, :func:`dsv4cpu.fixtures.check`).
 
 A case is skipped, not passed, when the target has no function for the op, no parameter for a
 tensor or scalar the fixture holds, or raises :class:`Unsupported`. An adapter registered with

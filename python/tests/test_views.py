@@ -90,6 +90,43 @@ def test_padded_key_pages_strided_page_table_and_offset_q():
     assert fixtures.same_bytes(got, want)
 
 
+def test_attention_padded_pages_and_head_padded_q():
+    """attention.md §2: window and compressed pages with a page stride beyond page_bytes, and q as
+    the first H heads of a head-padded buffer (q_out of the insert) give the bytes of contiguous
+    arrays; the insert writes its padded swa_cache pages in place, padding untouched."""
+    t, s, want = load("sparse_mla_attention", "c4a_512_identity_and_random")
+    T, H, _ = t["q"].shape
+    q_base = torch.zeros(T, H + 3, 512, dtype=torch.bfloat16)
+    q_base[:, :H] = t["q"]
+    window_base, window = padded(t["window_cache"], 48)
+    compressed_base, compressed = padded(t["compressed_cache"], 16)
+    out = torch.empty(T, H, 512, dtype=torch.bfloat16)
+    lse = torch.empty(T, H)
+    ptr = out.data_ptr()
+    dsv4cpu.sparse_mla_attention(q_base[:, :H], window, int(s["window_block_size"]),
+                                 t["window_slots"], compressed, int(s["compressed_block_size"]),
+                                 t["compressed_slots"], t["attn_sink"], out=out, lse=lse)
+    contiguous = dsv4cpu.sparse_mla_attention(
+        t["q"], t["window_cache"], int(s["window_block_size"]), t["window_slots"],
+        t["compressed_cache"], int(s["compressed_block_size"]), t["compressed_slots"],
+        t["attn_sink"], lse=torch.empty(T, H))
+    assert out.data_ptr() == ptr
+    assert fixtures.same_bytes(out, contiguous[0]) and fixtures.same_bytes(lse, contiguous[1])
+    assert padding_untouched(window_base, t["window_cache"].shape[1])
+    assert padding_untouched(compressed_base, t["compressed_cache"].shape[1])
+
+    t, s, want = load("fused_qnorm_rope_kv_insert", "tiny_tiles_gpu_flush")
+    page_bytes = t["swa_cache"].shape[1]
+    base, cache = padded(t["swa_cache"], 40)
+    ptr = cache.data_ptr()
+    dsv4cpu.fused_qnorm_rope_kv_insert(t["q"], t["kv"], t["positions"], t["slot_mapping"], cache,
+                                       t["cos_sin_cache"], int(s["q_head_padded"]),
+                                       float(s["eps"]), int(s["cache_block_size"]),
+                                       s["scale_clamp"], s["fp8_subnormals"])
+    assert cache.data_ptr() == ptr and padding_untouched(base, page_bytes)
+    assert fixtures.same_bytes(cache.contiguous(), want["swa_cache"])
+
+
 def test_outputs_written_in_place_with_row_stride():
     """topk outputs need a unit inner stride only: columns 0..511 of a wider buffer are written,
     the rest left alone, in the given memory."""

@@ -55,7 +55,8 @@ FileResult run_fixture_image(const uint8_t* data, size_t size, const std::string
 // Then `results` replace the library's outputs and are compared; every expected.* tensor must
 // have its result. Inputs the library rejects fail the verdict; a malformed fixture throws
 // FixtureError (or std::invalid_argument for a bad "compare" override).
-testing::Verdict check_results(const SafetensorsFile& file, const std::map<std::string, Tensor>& results);
+testing::Verdict check_results(const SafetensorsFile& file,
+                               const std::map<std::string, Tensor>& results);
 // The library's own results for a fixture under `options` (check_finite from the fixture):
 // every in-place buffer, output and returned array of the op's adapter. Throws what the op throws.
 std::map<std::string, Tensor> library_results(const SafetensorsFile& file, Options options);
