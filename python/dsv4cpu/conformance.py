@@ -43,6 +43,9 @@ from ._wrappers import SPECS, output_shape
 #: Fixture scalars that only shape the fixture's tensors (fixtures.md, docs/fixture-ops.md).
 SHAPE_KEYS = ("state_block_size", "num_tokens_padded", "width")
 GARBAGE = 0xA5
+#: dsv4cpu's dtype names (fixtures.md) of the torch dtypes of fixture tensors.
+_DTYPE_NAMES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.uint8: "U8",
+                torch.int32: "I32", torch.int64: "I64"}
 #: Outputs the runner allocates for an expected_error case larger than this (elements) are
 #: allocated empty: the call must fail on its inputs anyway.
 MAX_FALLBACK_ELEMENTS = 1 << 24
@@ -275,9 +278,20 @@ class Call:
         return [n for n, t in self.copies.items() if not fixtures.same_bytes(t, inputs[n])]
 
     def written_buffers(self):
-        """Buffers whose content changed (an error case must leave them alone)."""
-        return [n for n, t in self.buffers.items()
-                if t is not None and not fixtures.same_bytes(t, self.before[n])]
+        """The buffers whose content changed (an error case must leave them alone), each as
+        dsv4cpu-verify describes it: name, dtype, shape and the first changed byte."""
+        out = []
+        for name, t in self.buffers.items():
+            if t is None or fixtures.same_bytes(t, self.before[name]):
+                continue
+            now, was = (x.contiguous().view(-1).view(torch.uint8) for x in (t, self.before[name]))
+            first = int((now != was).nonzero()[0, 0])
+            fp8 = f"expected.{name}" in self.fixture.fp8 or name in self.fixture.fp8
+            dtype = "F8_E4M3" if fp8 else _DTYPE_NAMES.get(t.dtype, str(t.dtype))
+            shape = "[" + ", ".join(str(e) for e in t.shape) + "]"
+            out.append(f"{name} {dtype} {shape} was written before the error "
+                       f"(first changed byte {first})")
+        return out
 
 
 class Run:
@@ -423,8 +437,7 @@ def run_case(fixture, target, function, extra, warnings):
             return "FAIL", "wrong_exception", detail, text
         written = call.written_buffers()
         if written:
-            return ("FAIL", "written_before_exception", f"{written[0]} was written before the "
-                    "error", text)
+            return "FAIL", "written_before_exception", written[0], text
         return "PASS", "", detail, text
     if kind:
         return "FAIL", "no_exception", f"no error raised (expected {kind})", ""

@@ -120,6 +120,15 @@ def test_wrong_implementation_fails_clearly(tmp_path):
     assert root.get("failures") == str(failed) and root.get("tests") == str(passed + failed)
 
 
+def test_written_before_the_error_fails():
+    status, lines = conformance("--target", "targets.wrong", *folders("short_context_topk"))
+    assert status == 1
+    failed = case_lines(lines, "FAIL")
+    assert len(failed) == 2 and "bad_negative_position.safetensors" in failed[0], lines
+    assert failed[0].endswith("FAIL  topk_indices I32 [2, 512] was written before the error "
+                              "(first changed byte 0)"), failed[0]
+
+
 def test_missing_op_is_skipped_not_passed():
     status, lines = conformance("--target", "targets.good", *folders("indexer_metadata"))
     assert status == 1 and counts(lines) == (0, 0)

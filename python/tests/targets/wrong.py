@@ -28,3 +28,9 @@ def topk_transform_512(scores, seq_lens, page_table, page_size, mode, raw_indice
     for out in (raw_indices, page_indices):
         if out is not None:
             out[:, [0, 1]] = out[:, [1, 0]]
+
+
+def short_context_topk(positions, topk_indices):
+    """Writes its output before finding a bad position."""
+    topk_indices.fill_(-1)
+    dsv4cpu.short_context_topk(positions, topk_indices=topk_indices)
