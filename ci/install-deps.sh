@@ -8,6 +8,7 @@ packages=(
   libhwy-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy
+  libtorch-dev python3-torch python3-pytest
   chromium
 )
 missing=()

@@ -273,6 +273,23 @@ std::vector<std::pair<std::string, Bytes>> Case::written() const {
   return out;
 }
 
+std::map<std::string, Tensor> Case::results() const {
+  std::map<std::string, Tensor> out;
+  for (const Buffer& b : buffers_) out[b.name] = Tensor{b.dtype, b.shape, b.bytes};
+  return out;
+}
+
+bool Case::replace(const std::string& name, const Tensor& t) {
+  for (Buffer& b : buffers_) {
+    if (b.name != name) continue;
+    b.dtype = t.dtype;
+    b.shape = t.shape;
+    b.bytes = t.bytes;
+    return true;
+  }
+  return false;
+}
+
 std::vector<std::string> Case::unused_metadata() const {
   std::vector<std::string> out;
   for (const auto& entry : file_.metadata)

@@ -90,6 +90,12 @@ class Case {
   // Metadata keys that neither the runner nor the op read.
   std::vector<std::string> unused_metadata() const;
 
+  // ---- results of another implementation (runner.hpp, check_results) ----
+  // Every buffer of the op (in-place buffers, outputs, results) with its current content.
+  std::map<std::string, Tensor> results() const;
+  // Puts `t` (dtype and shape included) in place of buffer `name`; false when there is none.
+  bool replace(const std::string& name, const Tensor& t);
+
  private:
   enum class Kind : uint8_t { inplace, output, result };
   struct Buffer {

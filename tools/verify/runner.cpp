@@ -133,6 +133,18 @@ CaseResult run_once(const SafetensorsFile& file, const OpAdapter& adapter, const
   return r;
 }
 
+// The adapter of a fixture's op; FixtureError when the file names no known op.
+const OpAdapter& adapter_of(const SafetensorsFile& file) {
+  const auto op = file.metadata.find("op");
+  if (op == file.metadata.end()) throw FixtureError("no __metadata__ \"op\"");
+  const auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || format->second != kFormat)
+    throw FixtureError(std::string("__metadata__ \"format\" is not ") + kFormat);
+  const OpAdapter* adapter = find_op_adapter(op->second);
+  if (adapter == nullptr) throw FixtureError("unknown op '" + op->second + "'");
+  return *adapter;
+}
+
 }  // namespace
 
 const char* outcome_name(Outcome o) {
@@ -147,6 +159,37 @@ const char* outcome_name(Outcome o) {
       return "SKIP";
   }
   return "?";
+}
+
+Verdict check_results(const SafetensorsFile& file, const std::map<std::string, Tensor>& results) {
+  const OpAdapter& adapter = adapter_of(file);
+  const auto compare = file.metadata.find("compare");
+  const Tolerance tol = parse_compare(compare == file.metadata.end() ? "" : compare->second);
+  Case c(file);
+  try {
+    Options o;
+    o.check_finite = c.boolean("check_finite", true);
+    adapter.run(c, o);
+  } catch (const Error& e) {
+    return {false, std::string("the inputs fail dsv4cpu's validation, so no contract applies: ") +
+                       e.kind() + ": " + e.what()};
+  }
+  for (const auto& [key, t] : file.tensors) {
+    if (key.rfind("expected.", 0) != 0) continue;
+    if (results.count(key.substr(9)) == 0)
+      return {false, "no result for expected." + key.substr(9)};
+  }
+  for (const auto& [name, t] : results)
+    if (!c.replace(name, t)) return {false, "the op has no output named '" + name + "'"};
+  return c.check(tol);
+}
+
+std::map<std::string, Tensor> library_results(const SafetensorsFile& file, Options options) {
+  const OpAdapter& adapter = adapter_of(file);
+  Case c(file);
+  options.check_finite = c.boolean("check_finite", true);
+  adapter.run(c, options);
+  return c.results();
 }
 
 std::string variant_label(const std::string& name, const std::string& target) {

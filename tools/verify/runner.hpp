@@ -2,8 +2,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "dsv4cpu/options.hpp"
+#include "testing/contracts.hpp"
+#include "tools/verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 
@@ -43,6 +48,18 @@ FileResult run_fixture_file(const std::string& path, const std::string& name, Im
 // The same for a file image in memory.
 FileResult run_fixture_image(const uint8_t* data, size_t size, const std::string& name,
                              ImplMode mode);
+
+// Results of another implementation of a fixture's op (the PyTorch bindings, an engine's kernel),
+// named like the fixture's expected.* tensors. The op's adapter binds the inputs and comparison
+// contracts and the library runs once (Impl::best): it validates the inputs the contracts read.
+// Then `results` replace the library's outputs and are compared; every expected.* tensor must
+// have its result. Inputs the library rejects fail the verdict; a malformed fixture throws
+// FixtureError (or std::invalid_argument for a bad "compare" override).
+testing::Verdict check_results(const SafetensorsFile& file,
+                               const std::map<std::string, Tensor>& results);
+// The library's own results for a fixture under `options` (check_finite from the fixture):
+// every in-place buffer, output and returned array of the op's adapter. Throws what the op throws.
+std::map<std::string, Tensor> library_results(const SafetensorsFile& file, Options options);
 
 // The variant label used on result lines: the registry name, plus ":<target>" when the registry
 // reports one (e.g. "hwy:AVX3").

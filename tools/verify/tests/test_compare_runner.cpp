@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
 #include "testing/runs.hpp"
 #include "tools/verify/fixture.hpp"
@@ -342,6 +344,58 @@ TEST(VerifyCase, ScalarParsingAndDefaults) {
   EXPECT_THROW(c.real("missing"), FixtureError);
   EXPECT_EQ(c.text("mode", std::string("canonical")), "canonical");
   EXPECT_TRUE(c.unused_metadata().empty());  // every key read above
+}
+
+// Results of another implementation, judged by the op's contracts (check_results), and the
+// library's own results of a fixture (library_results).
+TEST(VerifyResults, ResultsOfAnotherImplementation) {
+  const SafetensorsFile f = map_example();
+  const Tensor right = f.tensors.at("expected.slots");
+  EXPECT_TRUE(check_results(f, {{"slots", right}}).pass);
+  Tensor wrong = right;
+  wrong.bytes.data()[8] ^= 1;  // slots[1] = 29
+  Verdict v = check_results(f, {{"slots", wrong}});
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.detail, "slots[1, 0]: got 29, expected 28 (1 of 4 elements differ)");
+  v = check_results(f, {{"slots", make_tensor<int32_t>(DType::I32, {4, 1}, {-1, 28, 13, 39})}});
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(contains(v.detail, "the op returns I32 [4, 1]")) << v.detail;
+  EXPECT_EQ(check_results(f, {}).detail, "no result for expected.slots");
+  EXPECT_EQ(check_results(f, {{"slots", right}, {"lens", right}}).detail,
+            "the op has no output named 'lens'");
+}
+
+TEST(VerifyResults, InPlaceBufferOfAnotherImplementation) {
+  const SafetensorsFile f = save_example();
+  EXPECT_TRUE(check_results(f, {{"state_cache", f.tensors.at("expected.state_cache")}}).pass);
+  // The padding float past the 4 rows must be left alone.
+  Tensor wrong = f.tensors.at("expected.state_cache");
+  wrong.bytes.data()[4 * 1031] ^= 1;
+  EXPECT_FALSE(check_results(f, {{"state_cache", wrong}}).pass);
+}
+
+TEST(VerifyResults, InputsTheLibraryRejectsAreNotJudged) {
+  SafetensorsFile f = map_example();
+  f.metadata["block_size"] = "0";
+  const Verdict v = check_results(f, {{"slots", f.tensors.at("expected.slots")}});
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(contains(v.detail, "fail dsv4cpu's validation")) << v.detail;
+  EXPECT_TRUE(contains(v.detail, "ValueError")) << v.detail;
+  f.metadata.erase("block_size");
+  EXPECT_THROW(check_results(f, {}), FixtureError);
+  f.metadata["op"] = "no_such_op";
+  EXPECT_THROW(check_results(f, {}), FixtureError);
+}
+
+TEST(VerifyResults, LibraryResults) {
+  Options o;
+  o.impl = Impl::reference;
+  const std::map<std::string, Tensor> r = library_results(map_example(), o);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r.at("slots").bytes == map_example().tensors.at("expected.slots").bytes);
+  SafetensorsFile bad = map_example();
+  bad.metadata["block_size"] = "0";
+  EXPECT_THROW(library_results(bad, o), ValueError);
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+// What the two translation units of the PyTorch extension share: the one conversion between torch
+// tensors and dsv4cpu arrays, and the one translation of dsv4cpu::Error for Python.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/options.hpp"
+#include "dsv4cpu/tensor.hpp"
+
+namespace dsv4cpu::python {
+
+// The dsv4cpu dtype of a CPU tensor: float32, bfloat16, uint8, int32, int64 map to F32, BF16, U8,
+// I32, I64; float8_e4m3fn (where torch has it) to F8_E4M3, and so does uint8 when `fp8` (the
+// argument holds e4m3fn codes). Anything else, and a tensor on another device, is a ShapeError
+// naming `op` and `arg`.
+DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg);
+// The torch dtype that holds a dsv4cpu dtype (F8_E4M3: float8_e4m3fn where torch has it, else
+// uint8).
+c10::ScalarType scalar_type_of(DType d);
+// The view of a tensor argument, without a copy: data pointer (storage offset included), dtype,
+// extents and strides as they are. An undefined tensor (None) gives the absent view. Mutable, as
+// torch tensors are; an input is passed on as its TensorView.
+MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
+                          const std::string& arg);
+
+// "best", "reference", "optimized" -> Impl; anything else is a ValueError naming `op` and "impl".
+Impl parse_impl(const std::string& op, const std::string& text);
+
+// Re-raises `e` as the exception torch turns into a Python one: IndexError for
+// dsv4cpu::IndexError, ValueError for the others. The message is what() followed by one line
+// "[dsv4cpu.<Kind>] <JSON of op, argument, index, value>" from which the dsv4cpu package rebuilds
+// the typed exception.
+[[noreturn]] void raise_for_python(const Error& e);
+
+}  // namespace dsv4cpu::python

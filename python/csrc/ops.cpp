@@ -1,0 +1,646 @@
+// The PyTorch operators torch.ops.dsv4cpu.<op>: one boxed kernel reads the arguments of any bound
+// op by their schema names and calls the library. Arguments keep the specification's names and
+// order; outputs and in-place buffers are arguments (Tensor(a!)), results the op returns by value
+// are named returns, and every op with Options takes the keyword-only arguments
+// impl, variant, check_finite and num_threads.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dsv4cpu/dsv4cpu.hpp"
+#include "python/csrc/binding.hpp"
+#include "testing/isa.hpp"
+#include "testing/runs.hpp"
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define DSV4CPU_TORCH_HAS_FLOAT8 1
+#endif
+
+namespace dsv4cpu::python {
+
+// ---- tensors ----
+
+DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg) {
+  if (!t.device().is_cpu())
+    throw ShapeError(op, arg, {}, t.device().str(),
+                     arg + ": device " + t.device().str() + " (expected a CPU tensor)");
+  switch (t.scalar_type()) {
+    case c10::ScalarType::Float: return DType::F32;
+    case c10::ScalarType::BFloat16: return DType::BF16;
+    case c10::ScalarType::Byte: return fp8 ? DType::F8_E4M3 : DType::U8;
+    case c10::ScalarType::Int: return DType::I32;
+    case c10::ScalarType::Long: return DType::I64;
+#ifdef DSV4CPU_TORCH_HAS_FLOAT8
+    case c10::ScalarType::Float8_e4m3fn: return DType::F8_E4M3;
+#endif
+    default: break;
+  }
+  const std::string name = c10::toString(t.scalar_type());
+  throw ShapeError(op, arg, {}, name,
+                   arg + ": dtype " + name +
+                       " (expected float32, bfloat16, uint8 or float8_e4m3fn codes, int32 or "
+                       "int64)");
+}
+
+c10::ScalarType scalar_type_of(DType d) {
+  switch (d) {
+    case DType::F32: return c10::ScalarType::Float;
+    case DType::BF16: return c10::ScalarType::BFloat16;
+#ifdef DSV4CPU_TORCH_HAS_FLOAT8
+    case DType::F8_E4M3: return c10::ScalarType::Float8_e4m3fn;
+#else
+    case DType::F8_E4M3: return c10::ScalarType::Byte;
+#endif
+    case DType::U8: return c10::ScalarType::Byte;
+    case DType::I32: return c10::ScalarType::Int;
+    case DType::I64: return c10::ScalarType::Long;
+  }
+  return c10::ScalarType::Byte;
+}
+
+MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
+                          const std::string& arg) {
+  if (!t.defined()) return MutableTensorView();
+  const DType dtype = dtype_of(t, fp8, op, arg);
+  const auto rank = static_cast<int>(t.dim());
+  if (rank > kMaxRank)
+    throw ShapeError(op, arg, {}, std::to_string(rank),
+                     arg + ": rank " + std::to_string(rank) + " (expected at most " +
+                         std::to_string(kMaxRank) + " dimensions)");
+  return MutableTensorView(t.data_ptr(), dtype, rank, t.sizes().data(), t.strides().data());
+}
+
+Impl parse_impl(const std::string& op, const std::string& text) {
+  if (text == "best") return Impl::best;
+  if (text == "reference") return Impl::reference;
+  if (text == "optimized") return Impl::optimized;
+  throw ValueError(op, "impl", {}, text,
+                   "impl = " + text + ": unknown (expected best, reference or optimized)");
+}
+
+// ---- errors ----
+
+void raise_for_python(const Error& e) {
+  const nlohmann::json fields = {{"op", e.op()},
+                                 {"argument", e.argument()},
+                                 {"index", e.index()},
+                                 {"value", e.value()}};
+  const std::string message =
+      std::string(e.what()) + "\n[dsv4cpu." + e.kind() + "] " +
+      fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (dynamic_cast<const IndexError*>(&e) != nullptr) throw std::out_of_range(message);
+  throw std::invalid_argument(message);
+}
+
+namespace {
+
+// ---- one call: the arguments on the stack, read by schema name ----
+
+class Call {
+ public:
+  Call(const c10::FunctionSchema& schema, torch::jit::Stack& stack,
+       const std::vector<std::string>& fp8)
+      : schema_(schema), args_(torch::jit::last(stack, schema.arguments().size())) {
+    op_ = schema.name().substr(schema.name().find("::") + 2);
+    // Every tensor argument, in the schema's (the specification's) order, so that the first
+    // argument the library cannot take is the one reported.
+    views_.resize(args_.size());
+    written_.resize(args_.size());
+    for (size_t i = 0; i < args_.size(); ++i) {
+      const c10::Argument& a = schema.arguments()[i];
+      written_[i] = a.alias_info() != nullptr && a.alias_info()->isWrite();
+      if (!args_[i].isTensor()) continue;
+      const bool codes = std::find(fp8.begin(), fp8.end(), a.name()) != fp8.end();
+      views_[i] = view_of(args_[i].toTensor(), codes, op_, a.name());
+    }
+  }
+
+  // An input: a read-only view of the tensor (None: absent).
+  TensorView in(const char* name) const { return views_[index(name)]; }
+  // An output or in-place buffer, an argument the schema marks as written (Tensor(a!)).
+  MutableTensorView out(const char* name) const {
+    const size_t i = index(name);
+    if (!written_[i]) throw std::logic_error(op_ + ": '" + name + "' is not a written argument");
+    return views_[i];
+  }
+
+  int64_t integer(const char* name) const { return arg(name).toInt(); }
+  std::optional<int64_t> integer_or_none(const char* name) const {
+    const c10::IValue& v = arg(name);
+    return v.isNone() ? std::nullopt : std::optional<int64_t>(v.toInt());
+  }
+  double real(const char* name) const { return arg(name).toDouble(); }
+  std::optional<double> real_or_none(const char* name) const {
+    const c10::IValue& v = arg(name);
+    return v.isNone() ? std::nullopt : std::optional<double>(v.toDouble());
+  }
+  bool flag(const char* name) const { return arg(name).toBool(); }
+  std::string text(const char* name) const { return arg(name).toStringRef(); }
+  std::string text_or(const char* name, const char* fallback) const {
+    const c10::IValue& v = arg(name);
+    return v.isNone() ? fallback : v.toStringRef();
+  }
+  const std::string& op() const { return op_; }
+
+  // The keyword-only options; the returned Options refer to this Call's variant text.
+  Options options() {
+    Options o;
+    o.impl = parse_impl(op_, text("impl"));
+    variant_ = text_or("variant", "");
+    o.variant = variant_;
+    o.check_finite = flag("check_finite");
+    const int64_t threads = integer("num_threads");
+    if (threads < 0 || threads > 1 << 16)
+      throw ValueError(op_, "num_threads", {}, std::to_string(threads),
+                       "num_threads = " + std::to_string(threads) +
+                           ": out of range (expected 0 for OpenMP's default, or a thread count)");
+    o.num_threads = static_cast<int>(threads);
+    return o;
+  }
+
+  // Results, in the order of the schema's returns.
+  void give(c10::IValue v) { results_.push_back(std::move(v)); }
+  template <class T>
+  void give_vector(const std::vector<T>& v, std::vector<int64_t> shape, c10::ScalarType type) {
+    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
+    if (!v.empty()) std::memcpy(t.data_ptr(), v.data(), v.size() * sizeof(T));
+    give(std::move(t));
+  }
+  std::vector<c10::IValue>& results() { return results_; }
+
+ private:
+  size_t index(const char* name) const {
+    const auto i = schema_.argumentIndexWithName(name);
+    if (!i) throw std::logic_error(op_ + ": the binding reads '" + name + "', not in its schema");
+    return static_cast<size_t>(*i);
+  }
+  const c10::IValue& arg(const char* name) const { return args_[index(name)]; }
+
+  const c10::FunctionSchema& schema_;
+  c10::ArrayRef<c10::IValue> args_;
+  std::vector<MutableTensorView> views_;
+  std::vector<bool> written_;
+  std::string op_, variant_;
+  std::vector<c10::IValue> results_;
+};
+
+// ---- ops that need more than one line ----
+
+// indexer.md §5: page_size matters only with page_table; without one, None stands for 1.
+int64_t page_size_of(const Call& c) {
+  if (const std::optional<int64_t> p = c.integer_or_none("page_size")) return *p;
+  if (c.in("page_table").present())
+    throw ValueError(c.op(), "page_size", {}, "None",
+                     "page_size = None: required with page_table (expected a power of two)");
+  return 1;
+}
+
+void give_split(Call& c, const DecodePrefillSplit& s) {
+  for (int64_t v : {s.num_decodes, s.num_prefills, s.num_decode_tokens, s.num_prefill_tokens})
+    c.give(v);
+}
+
+// The fixture's results of indexer_metadata (docs/fixture-ops.md): the split, the per-request
+// compressed lengths, the decode fields (empty without decodes) and the prefill chunk (None
+// without prefills).
+void run_indexer_metadata(Call& c) {
+  const int64_t next_n = c.integer_or_none("next_n").value_or(1);
+  const IndexerMetadata m = indexer_metadata(c.in("query_start_loc"), c.in("seq_lens"),
+                                             c.in("block_table"), c.integer("block_size"),
+                                             next_n, c.out("slot_mapping"), c.options());
+  const auto n = [](const auto& v) { return static_cast<int64_t>(v.size()); };
+  constexpr c10::ScalarType kI32 = c10::ScalarType::Int;
+  give_split(c, m.split);
+  c.give_vector(m.compressed_seq_lens, {n(m.compressed_seq_lens)}, kI32);
+  const IndexerDecodeMetadata d = m.decode.value_or(IndexerDecodeMetadata{{}, false, next_n, {}});
+  c.give_vector(d.decode_lens, {n(d.decode_lens)}, kI32);
+  c.give_vector(d.decode_seq_lens, {n(d.decode_lens), d.next_n}, kI32);
+  if (!m.prefill) {
+    for (int i = 0; i < 6; ++i) c.give(c10::IValue());
+    return;
+  }
+  const IndexerPrefillChunk& p = *m.prefill;
+  c.give_vector(std::vector<int64_t>{p.req_start, p.req_end, p.token_start, p.token_end,
+                                     p.total_seq_lens, p.skip_kv_gather ? 1 : 0},
+                {6}, c10::ScalarType::Long);
+  for (const std::vector<int32_t>* v :
+       {&p.cu_seq_lens, &p.cu_seqlen_ks, &p.cu_seqlen_ke, &p.token_req, &p.token_to_seq})
+    c.give_vector(*v, {n(*v)}, kI32);
+}
+
+nlohmann::json variant_json(const VariantInfo& v) {
+  return {{"name", v.name},
+          {"role", v.role == Role::reference ? "reference" : "optimized"},
+          {"available", v.available},
+          {"highway", v.highway},
+          {"isa", v.isa},
+          {"target", v.target}};
+}
+
+// The registry as JSON, for dsv4cpu.registered_ops().
+std::string registry_json() {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpInfo& op : registered_ops()) {
+    nlohmann::json variants = nlohmann::json::array();
+    for (const VariantInfo& v : op.variants) variants.push_back(variant_json(v));
+    ops.push_back({{"name", op.name}, {"variants", std::move(variants)}});
+  }
+  return ops.dump();
+}
+
+// The runs of `op` that dsv4cpu-verify --impl all makes (testing::runs, every Highway target
+// compiled in and supported here), as JSON for dsv4cpu.runs(): each run's label, variant, forced
+// Highway target and its bit; then each absent fixed-ISA variant with the verifier's message and
+// whether its ISA is required here.
+std::string runs_json(const std::string& op) {
+  nlohmann::json out = nlohmann::json::array();
+  testing::RunList list;
+  try {
+    list = testing::runs(op);
+  } catch (const std::invalid_argument&) {
+    throw ValueError("runs", "op", {}, op, "op = " + op + ": not a registered op");
+  }
+  for (const testing::Run& r : list.runs)
+    out.push_back({{"label", r.label()},
+                   {"variant", variant_json(r.variant)},
+                   {"target", r.target},
+                   {"target_bits", r.target_bits}});
+  for (const VariantInfo& v : list.absent) {
+    testing::RunList one;
+    one.absent = {v};
+    const testing::Absence a = testing::absence(op, one);
+    out.push_back({{"label", v.name},
+                   {"variant", variant_json(v)},
+                   {"absent", a.message},
+                   {"required", a.required}});
+  }
+  return out.dump();
+}
+
+// Forces Highway dispatch to the target of bit `bits` (a run's target_bits; 0: dispatch as usual)
+// for the whole process until the next call, and returns the bits forced before: what
+// dsv4cpu.highway_target() sets and restores around the calls of one run.
+int64_t pin_highway_target(int64_t bits) {
+  static std::optional<testing::ScopedTarget> pinned;
+  static int64_t current = 0;
+  const int64_t before = current;
+  pinned.reset();
+  if (bits != 0) {
+    testing::Run run;
+    run.target_bits = bits;
+    pinned.emplace(run);
+  }
+  current = bits;
+  return before;
+}
+
+std::string bindings_json();
+
+// ---- the bound ops ----
+
+struct BoundOp {
+  const char* name;
+  const char* arguments;          // the schema's argument list, in the specification's order
+  const char* returns;            // "()" or named returns
+  bool options;                   // takes the keyword-only Options arguments
+  std::vector<std::string> fp8;   // tensor arguments holding e4m3fn codes (uint8 accepted)
+  void (*run)(Call& c);
+};
+
+constexpr const char* kOptionArguments =
+    "*, str impl=\"best\", str? variant=None, bool check_finite=True, int num_threads=0";
+
+const std::vector<BoundOp>& bound_ops() {
+  static const std::vector<BoundOp> table = {
+      // ---- compressor (compressor.md) ----
+      {"save_partial_states",
+       "Tensor kv, Tensor score, Tensor ape, Tensor positions, Tensor(a!) state_cache, "
+       "Tensor slot_mapping",
+       "()", true, {},
+       [](Call& c) {
+         save_partial_states(c.in("kv"), c.in("score"), c.in("ape"), c.in("positions"),
+                             c.out("state_cache"), c.in("slot_mapping"), c.options());
+       }},
+      {"map_local_to_global_slots",
+       "Tensor local_indices, Tensor req_idx, Tensor block_table, int block_size, "
+       "Tensor(a!) slots",
+       "()", true, {},
+       [](Call& c) {
+         map_local_to_global_slots(c.in("local_indices"), c.in("req_idx"), c.in("block_table"),
+                                   c.integer("block_size"), c.out("slots"), c.options());
+       }},
+      {"compressor_window_slots",
+       "Tensor positions, Tensor token_to_req, Tensor block_table, int block_size, "
+       "int compress_ratio, bool overlap, Tensor(a!) gather_slots",
+       "()", true, {},
+       [](Call& c) {
+         compressor_window_slots(c.in("positions"), c.in("token_to_req"), c.in("block_table"),
+                                 c.integer("block_size"), c.integer("compress_ratio"),
+                                 c.flag("overlap"), c.out("gather_slots"), c.options());
+       }},
+      {"compress_norm_rope_store",
+       "Tensor state_cache, Tensor gather_slots, Tensor positions, Tensor kv_slot_mapping, "
+       "Tensor rms_norm_weight, Tensor cos_sin_cache, Tensor(a!) kv_cache, float rms_norm_eps, "
+       "int kv_cache_block_size, int compress_ratio, str scale_clamp=\"cpu\"",
+       "()", true, {},
+       [](Call& c) {
+         compress_norm_rope_store(
+             c.in("state_cache"), c.in("gather_slots"), c.in("positions"),
+             c.in("kv_slot_mapping"), c.in("rms_norm_weight"), c.in("cos_sin_cache"),
+             c.out("kv_cache"), c.real("rms_norm_eps"), c.integer("kv_cache_block_size"),
+             c.integer("compress_ratio"), parse_scale_clamp(c.op().c_str(), c.text("scale_clamp")),
+             c.options());
+       }},
+      {"compress_norm_rope_store_indexer",
+       "Tensor state_cache, Tensor gather_slots, Tensor positions, Tensor kv_slot_mapping, "
+       "Tensor rms_norm_weight, Tensor cos_sin_cache, Tensor(a!) kv_cache, float rms_norm_eps, "
+       "int kv_cache_block_size, int compress_ratio, str scale_clamp=\"gpu\"",
+       "()", true, {},
+       [](Call& c) {
+         compress_norm_rope_store_indexer(
+             c.in("state_cache"), c.in("gather_slots"), c.in("positions"),
+             c.in("kv_slot_mapping"), c.in("rms_norm_weight"), c.in("cos_sin_cache"),
+             c.out("kv_cache"), c.real("rms_norm_eps"), c.integer("kv_cache_block_size"),
+             c.integer("compress_ratio"), parse_scale_clamp(c.op().c_str(), c.text("scale_clamp")),
+             c.options());
+       }},
+      {"make_cos_sin_cache",
+       "int rows, float theta, float? yarn_factor, float? yarn_original_max, "
+       "float? yarn_beta_fast, float? yarn_beta_slow, float? yarn_mscale, Tensor(a!) cos_sin_cache",
+       "()", false, {},
+       [](Call& c) {
+         // YaRN iff yarn_factor is given; the other four default to DeepSeek-V4's values.
+         std::optional<YarnParams> yarn;
+         if (const std::optional<double> factor = c.real_or_none("yarn_factor")) {
+           const YarnParams d;
+           yarn = YarnParams{*factor, c.real_or_none("yarn_original_max").value_or(d.original_max),
+                             c.real_or_none("yarn_beta_fast").value_or(d.beta_fast),
+                             c.real_or_none("yarn_beta_slow").value_or(d.beta_slow),
+                             c.real_or_none("yarn_mscale").value_or(d.mscale)};
+         }
+         make_cos_sin_cache(c.integer("rows"), c.real("theta"), yarn, c.out("cos_sin_cache"));
+       }},
+      // ---- indexer (indexer.md) ----
+      {"fused_indexer_q_rope_quant",
+       "Tensor q, Tensor weights, Tensor positions, Tensor cos_sin_cache, float? softmax_scale, "
+       "float? head_scale, Tensor(a!) q_fp8, Tensor(b!) weights_out",
+       "()", true, {"q_fp8"},
+       [](Call& c) {
+         // fp32 scalars: the Python float rounded once; None gives the spec's default.
+         const auto scale = [&](const char* name, float fallback) {
+           const std::optional<double> v = c.real_or_none(name);
+           return v ? static_cast<float>(*v) : fallback;
+         };
+         fused_indexer_q_rope_quant(c.in("q"), c.in("weights"), c.in("positions"),
+                                    c.in("cos_sin_cache"),
+                                    scale("softmax_scale", kIndexerSoftmaxScale),
+                                    scale("head_scale", kIndexerHeadScale), c.out("q_fp8"),
+                                    c.out("weights_out"), c.options());
+       }},
+      {"fp8_paged_mqa_logits",
+       "Tensor q_fp8, Tensor kv_cache, Tensor weights, Tensor seq_lens, Tensor page_table, "
+       "int block_size, int max_seq_len, Tensor(a!) logits, int next_n=1",
+       "()", true, {"q_fp8"},
+       [](Call& c) {
+         fp8_paged_mqa_logits(c.in("q_fp8"), c.in("kv_cache"), c.in("weights"), c.in("seq_lens"),
+                              c.in("page_table"), c.integer("block_size"),
+                              c.integer("max_seq_len"), c.out("logits"), c.integer("next_n"),
+                              c.options());
+       }},
+      {"topk_transform_512",
+       "Tensor scores, Tensor seq_lens, Tensor? page_table, int? page_size, str? mode, "
+       "Tensor(a!) raw_indices, Tensor(b!)? page_indices",
+       "()", true, {},
+       [](Call& c) {
+         topk_transform_512(c.in("scores"), c.in("seq_lens"), c.in("page_table"),
+                            page_size_of(c), parse_topk_mode(c.op().c_str(),
+                                                             c.text_or("mode", "canonical")),
+                            c.out("raw_indices"), c.out("page_indices"), c.options());
+       }},
+      {"topk_transform_1024",
+       "Tensor scores, Tensor seq_lens, Tensor? page_table, int? page_size, "
+       "Tensor(a!) raw_indices, Tensor(b!)? page_indices",
+       "()", true, {},
+       [](Call& c) {
+         topk_transform_1024(c.in("scores"), c.in("seq_lens"), c.in("page_table"),
+                             page_size_of(c), c.out("raw_indices"), c.out("page_indices"),
+                             c.options());
+       }},
+      {"short_context_topk", "Tensor positions, Tensor(a!) topk_indices", "()", true, {},
+       [](Call& c) { short_context_topk(c.in("positions"), c.out("topk_indices"), c.options()); }},
+      {"indexer_topk",
+       "Tensor q_fp8, Tensor weights, Tensor query_start_loc, Tensor seq_lens, "
+       "Tensor block_table, Tensor kv_cache, int block_size, str? mode, Tensor(a!) topk_indices",
+       "()", true, {"q_fp8"},
+       [](Call& c) {
+         indexer_topk(c.in("q_fp8"), c.in("weights"), c.in("query_start_loc"), c.in("seq_lens"),
+                      c.in("block_table"), c.in("kv_cache"), c.integer("block_size"),
+                      parse_topk_mode(c.op().c_str(), c.text_or("mode", "canonical")),
+                      c.out("topk_indices"), c.options());
+       }},
+      // ---- metadata (metadata.md) ----
+      {"token_positions",
+       "Tensor query_start_loc, Tensor seq_lens, Tensor(a!) positions, Tensor(b!) token_to_req",
+       "()", true, {},
+       [](Call& c) {
+         token_positions(c.in("query_start_loc"), c.in("seq_lens"), c.out("positions"),
+                         c.out("token_to_req"), c.options());
+       }},
+      {"slot_mapping",
+       "Tensor positions, Tensor token_to_req, Tensor block_table, int block_size, "
+       "Tensor(a!) slot_mapping",
+       "()", true, {},
+       [](Call& c) {
+         slot_mapping(c.in("positions"), c.in("token_to_req"), c.in("block_table"),
+                      c.integer("block_size"), c.out("slot_mapping"), c.options());
+       }},
+      {"split_decodes_and_prefills", "Tensor query_start_loc, int threshold",
+       "(int num_decodes, int num_prefills, int num_decode_tokens, int num_prefill_tokens)", true,
+       {},
+       [](Call& c) {
+         give_split(c, split_decodes_and_prefills(c.in("query_start_loc"), c.integer("threshold"),
+                                                  c.options()));
+       }},
+      {"compressed_slot_mapping",
+       "Tensor query_start_loc, Tensor seq_lens, Tensor block_table, int compress_ratio, "
+       "int block_size, Tensor? token_slot_mapping, Tensor(a!) slot_mapping",
+       "()", true, {},
+       [](Call& c) {
+         compressed_slot_mapping(c.in("query_start_loc"), c.in("seq_lens"), c.in("block_table"),
+                                 c.integer("compress_ratio"), c.integer("block_size"),
+                                 c.in("token_slot_mapping"), c.out("slot_mapping"), c.options());
+       }},
+      {"swa_window_indices",
+       "Tensor positions, Tensor token_to_req, Tensor block_table, int window, int block_size, "
+       "Tensor(a!) indices, Tensor(b!)? lens=None",
+       "()", true, {},
+       [](Call& c) {
+         swa_window_indices(c.in("positions"), c.in("token_to_req"), c.in("block_table"),
+                            c.integer("window"), c.integer("block_size"), c.out("indices"),
+                            c.out("lens"), c.options());
+       }},
+      {"c128a_topk_indices",
+       "Tensor positions, Tensor token_to_req, Tensor block_table, int max_model_len, "
+       "int block_size, Tensor(a!) indices",
+       "()", true, {},
+       [](Call& c) {
+         c128a_topk_indices(c.in("positions"), c.in("token_to_req"), c.in("block_table"),
+                            c.integer("max_model_len"), c.integer("block_size"), c.out("indices"),
+                            c.options());
+       }},
+      {"c128a_topk_indices_compact",
+       "Tensor positions, Tensor token_to_req, Tensor block_table, int block_size, "
+       "Tensor(a!) indices",
+       "()", true, {},
+       [](Call& c) {
+         c128a_topk_indices_compact(c.in("positions"), c.in("token_to_req"), c.in("block_table"),
+                                    c.integer("block_size"), c.out("indices"), c.options());
+       }},
+      {"c128a_decode_metadata",
+       "Tensor positions, Tensor token_to_req, Tensor block_table, int max_model_len, "
+       "int block_size, int num_decode_tokens, Tensor? token_slot_mapping, "
+       "Tensor(a!) decode_global, Tensor(b!) decode_lens, Tensor(c!) prefill_local",
+       "()", true, {},
+       [](Call& c) {
+         c128a_decode_metadata(c.in("positions"), c.in("token_to_req"), c.in("block_table"),
+                               c.integer("max_model_len"), c.integer("block_size"),
+                               c.integer("num_decode_tokens"), c.in("token_slot_mapping"),
+                               c.out("decode_global"), c.out("decode_lens"),
+                               c.out("prefill_local"), c.options());
+       }},
+      {"c4a_global_topk_indices",
+       "Tensor topk_indices, Tensor token_to_req, Tensor block_table, int block_size, "
+       "Tensor? token_slot_mapping, Tensor(a!) indices, Tensor(b!) lens",
+       "()", true, {},
+       [](Call& c) {
+         c4a_global_topk_indices(c.in("topk_indices"), c.in("token_to_req"), c.in("block_table"),
+                                 c.integer("block_size"), c.in("token_slot_mapping"),
+                                 c.out("indices"), c.out("lens"), c.options());
+       }},
+      {"indexer_metadata",
+       "Tensor query_start_loc, Tensor seq_lens, Tensor block_table, int block_size, int? next_n, "
+       "Tensor(a!) slot_mapping",
+       "(int num_decodes, int num_prefills, int num_decode_tokens, int num_prefill_tokens, "
+       "Tensor compressed_seq_lens, Tensor decode_lens, Tensor decode_seq_lens, Tensor? chunk, "
+       "Tensor? cu_seq_lens, Tensor? cu_seqlen_ks, Tensor? cu_seqlen_ke, Tensor? token_req, "
+       "Tensor? token_to_seq)",
+       true, {}, run_indexer_metadata},
+      {"split_indexer_prefill_chunks",
+       "Tensor compressed_lens, Tensor query_lens, int workspace, int max_logits_bytes, "
+       "int request_offset",
+       "(Tensor chunks)", true, {},
+       [](Call& c) {
+         const std::vector<PrefillChunk> chunks = split_indexer_prefill_chunks(
+             c.in("compressed_lens"), c.in("query_lens"), c.integer("workspace"),
+             c.integer("max_logits_bytes"), c.integer("request_offset"), c.options());
+         std::vector<int64_t> rows;
+         for (const PrefillChunk& ch : chunks)
+           rows.insert(rows.end(), {ch.req_start, ch.req_end, ch.q_start, ch.q_end});
+         c.give_vector(rows, {static_cast<int64_t>(chunks.size()), 4}, c10::ScalarType::Long);
+       }},
+      {"build_tile_scheduler", "str layer_kind", "str", true, {},
+       [](Call& c) { c.give(build_tile_scheduler(c.text("layer_kind"), c.options())); }},
+      // ---- attention (attention.md) ----
+      {"sparse_mla_attention",
+       "Tensor q, Tensor window_cache, int window_block_size, Tensor window_slots, "
+       "Tensor compressed_cache, int compressed_block_size, Tensor compressed_slots, "
+       "Tensor? attn_sink, float? scale, str? nope_decode, Tensor(a!) out, Tensor(b!)? lse=None",
+       "()", true, {},
+       [](Call& c) {
+         // scale: the Python float rounded once to fp32; None gives RN(512^-0.5).
+         const std::optional<double> scale = c.real_or_none("scale");
+         sparse_mla_attention(
+             c.in("q"), c.in("window_cache"), c.integer("window_block_size"),
+             c.in("window_slots"), c.in("compressed_cache"), c.integer("compressed_block_size"),
+             c.in("compressed_slots"), c.in("attn_sink"),
+             scale ? static_cast<float>(*scale) : kAttentionScale,
+             parse_nope_decode(c.op().c_str(), c.text_or("nope_decode", "exact")), c.out("out"),
+             c.out("lse"), c.options());
+       }},
+      {"fused_qnorm_rope_kv_insert",
+       "Tensor q, Tensor kv, Tensor positions, Tensor slot_mapping, Tensor(a!) swa_cache, "
+       "Tensor cos_sin_cache, int q_head_padded, float eps, int cache_block_size, "
+       "str? scale_clamp, str? fp8_subnormals, Tensor(b!) q_out",
+       "()", true, {},
+       [](Call& c) {
+         fused_qnorm_rope_kv_insert(
+             c.in("q"), c.in("kv"), c.in("positions"), c.in("slot_mapping"), c.out("swa_cache"),
+             c.in("cos_sin_cache"), c.integer("q_head_padded"), c.real("eps"),
+             c.integer("cache_block_size"),
+             parse_scale_clamp(c.op().c_str(), c.text_or("scale_clamp", "cpu")),
+             parse_fp8_subnormals(c.op().c_str(), c.text_or("fp8_subnormals", "exact")),
+             c.out("q_out"), c.options());
+       }},
+      // ---- size helpers ----
+      {"c128a_topk_width", "int max_model_len", "int", false, {},
+       [](Call& c) { c.give(c128a_topk_width(c.integer("max_model_len"))); }},
+      {"c128a_compact_width", "Tensor positions", "int", false, {},
+       [](Call& c) { c.give(c128a_compact_width(c.in("positions"))); }},
+      {"c128a_decode_max_width", "int max_model_len", "int", false, {},
+       [](Call& c) { c.give(c128a_decode_max_width(c.integer("max_model_len"))); }},
+      // ---- the registry ----
+      {"selected_variant", "str op", "str", true, {},
+       [](Call& c) { c.give(selected_variant(c.text("op"), c.options())); }},
+      {"_registered_ops", "", "str", false, {}, [](Call& c) { c.give(registry_json()); }},
+      {"_runs", "str op", "str", false, {}, [](Call& c) { c.give(runs_json(c.text("op"))); }},
+      {"_pin_highway_target", "int target_bits", "int", false, {},
+       [](Call& c) { c.give(pin_highway_target(c.integer("target_bits"))); }},
+      {"_bindings", "", "str", false, {}, [](Call& c) { c.give(bindings_json()); }},
+  };
+  return table;
+}
+
+// Every bound op with the arguments that hold fp8 codes, for the dsv4cpu package (fixtures keep
+// F8_E4M3 apart from U8 where torch has no float8 dtype).
+std::string bindings_json() {
+  nlohmann::json ops = nlohmann::json::object();
+  for (const BoundOp& op : bound_ops()) ops[op.name] = {{"fp8", op.fp8}};
+  return ops.dump();
+}
+
+std::string schema_of(const BoundOp& op) {
+  std::string s = std::string(op.name) + "(" + op.arguments;
+  if (op.options) s += std::string(*op.arguments ? ", " : "") + kOptionArguments;
+  return s + ") -> " + op.returns;
+}
+
+// The one kernel of every bound op: finds the op's table entry, runs it on the stack's arguments
+// and replaces them with its results. The Python binding of torch.ops releases the GIL around it.
+void run_boxed(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = handle.schema();
+  const std::string& full = schema.name();
+  const std::string name = full.substr(full.find("::") + 2);
+  const std::vector<BoundOp>& ops = bound_ops();
+  const auto op = std::find_if(ops.begin(), ops.end(),
+                               [&](const BoundOp& o) { return name == o.name; });
+  if (op == ops.end()) throw std::logic_error("dsv4cpu: no binding for " + full);
+  std::vector<c10::IValue> results;
+  try {
+    Call call(schema, *stack, op->fp8);
+    op->run(call);
+    results = std::move(call.results());
+  } catch (const Error& e) {
+    raise_for_python(e);
+  }
+  torch::jit::drop(*stack, schema.arguments().size());
+  for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
+}
+
+}  // namespace
+}  // namespace dsv4cpu::python
+
+TORCH_LIBRARY(dsv4cpu, m) {
+  using namespace dsv4cpu::python;
+  for (const BoundOp& op : bound_ops())
+    m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA),
+          torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+}

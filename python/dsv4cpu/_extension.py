@@ -1,0 +1,29 @@
+"""Loads the PyTorch extension beside this file and describes its operators."""
+import json
+import os
+
+import torch
+
+LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_dsv4cpu_torch.so")
+torch.ops.load_library(LIBRARY)
+
+#: The torch.ops namespace of the extension: ``torch.ops.dsv4cpu``.
+ops = torch.ops.dsv4cpu
+
+#: Per bound operator, the tensor arguments that hold fp8 (e4m3fn) codes.
+FP8_ARGUMENTS = {name: tuple(info["fp8"]) for name, info in json.loads(ops._bindings()).items()}
+
+#: The torch dtype of fp8 codes: ``torch.float8_e4m3fn`` where torch has it, else ``torch.uint8``.
+FP8_DTYPE = getattr(torch, "float8_e4m3fn", torch.uint8)
+
+
+def schema(function):
+    """The ``torch._C.FunctionSchema`` of a torch operator (packet or overload), or None."""
+    overload = getattr(function, "default", function)
+    return getattr(overload, "_schema", None)
+
+
+def is_written(argument):
+    """True for a schema argument the operator writes (``Tensor(a!)``)."""
+    alias = argument.alias_info
+    return alias is not None and alias.is_write
