@@ -6,7 +6,8 @@
 #     dependencies (the wheel pins torch==X+cpu, which PyPI does not serve);
 #  2. the PyTorch extension built against that torch (build/peer/ext, CPU libraries only through
 #     tools/peer/torch-cpu), so the runner, the contracts and vLLM's kernels share one process;
-#  3. parity: every fixture of fixtures/, ../shared/conformance and ../shared/conformance-attention
+#  3. parity: every fixture of fixtures/, tools/peer/fixtures/ (minimal reproducers of findings),
+#     ../shared/conformance and ../shared/conformance-attention
 #     through vLLM's kernels (tools/peer/parity.py), ending with "N passed, N failed";
 #  4. with --bench: vLLM's kernels against dsv4cpu's optimized variants (tools/peer/bench_peer.py),
 #     1 and 2 threads, into build/peer/bench-vllm.json, and the dashboard out/bench/dashboard.html
@@ -48,7 +49,7 @@ cmake -S . -B "${ext}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4CPU_BUILD_TESTS
 cmake --build "${ext}" -j "${JOBS:-2}" --target dsv4cpu_python > /dev/null
 export PYTHONPATH="${PWD}/${ext}/python${PYTHONPATH:+:${PYTHONPATH}}"
 
-paths=(fixtures)
+paths=(fixtures tools/peer/fixtures)
 for p in ../shared/conformance ../shared/conformance-attention; do
   if [ -d "${p}" ]; then paths+=("${p}"); fi
 done

@@ -10,7 +10,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 import parity  # noqa: E402
 
-FOLDERS = [os.path.join(ROOT, "fixtures"),
+FOLDERS = [os.path.join(ROOT, "fixtures"), os.path.join(HERE, "fixtures"),
            os.path.join(ROOT, "..", "shared", "conformance"),
            os.path.join(ROOT, "..", "shared", "conformance-attention")]
 
