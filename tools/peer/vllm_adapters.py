@@ -89,8 +89,9 @@ DEFAULT_ATTENTION_SCALE = 512 ** -0.5
 
 
 def i64(t):
-    """vLLM's kernels take index tensors as int64 only (the spec: I32 or I64)."""
-    return t.to(torch.int64).contiguous()
+    """vLLM's kernels take index tensors as int64 only (the spec: I32 or I64): I32 is widened,
+    any other dtype is passed as it is, for vLLM's own checks to judge."""
+    return (t.to(torch.int64) if t.dtype == torch.int32 else t).contiguous()
 
 
 def fp8(t):
