@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "args/compressor.hpp"
+#include "core/fallback.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "generators.hpp"
@@ -60,7 +61,11 @@ void check_against_reference(const testing::Plan& plan, const char* op,
   testing::for_each(testing::runs(op, plan), [&](const testing::Run& run) {
     const std::string where = std::string(op) + " " + run.label();
     std::vector<T> got = initial;
+    const uint64_t handed = detail::fallback_count();
     const Outcome out = capture([&] { call(run.options(), got); });
+    // No hand-over to the reference (core/fallback.hpp) where the reference succeeds.
+    if (ref.kind.empty() && detail::fallback_count() != handed)
+      RC_FAIL(where + ": handed the call to the reference, which succeeds on it");
     if (!(out == ref))
       RC_FAIL(where + ": outcome '" + out.message + "' (" + out.kind + "), reference '" +
               ref.message + "' (" + ref.kind + ")");
