@@ -230,8 +230,11 @@ rc::Gen<StepCase> gen_step_case() {
     std::vector<int64_t> entries;
     for (int r = 0; r < R; ++r) {
       const int64_t q = r < decodes ? 1 : *rc::gen::inRange<int64_t>(2, 4);
+      // 2044 .. 2055: the last tokens of a request see 511, 512 (= K, an identity row) or 513
+      // compressed entries.
       const int64_t len =
           *rc::gen::weightedOneOf<int64_t>({{2, rc::gen::inRange<int64_t>(q, 2060)},
+                                            {1, rc::gen::inRange<int64_t>(2044, 2056)},
                                             {3, rc::gen::inRange<int64_t>(2040, 2800)},
                                             {1, rc::gen::inRange<int64_t>(2800, 4200)}});
       c.query_lens.push_back(q);
