@@ -79,15 +79,22 @@ echo "== build the unmutated tree ($(echo $targets | wc -w) targets) and check i
 cmake --build "$bld" -j "$jobs" --target $targets > "$logs/baseline.log" 2>&1 ||
   { tail -20 "$logs/baseline.log"; echo "the unmutated tree does not build"; exit 1; }
 
-# The ctest name filter of a family: its binaries' test suites, and the conformance runs.
+# The ctest name filter of a family: every test of its binaries by full name (binaries of other
+# families may hold an earlier mutant, and suites are shared between binaries), and the
+# conformance runs. Computed once per family.
+declare -A regex_of
 family_regex() {
-  local suites=""
-  for t in $(family_targets "$1"); do
-    local exe
-    exe=$(find "$bld" -type f -name "$t" -perm -u+x | head -1)
-    suites="$suites $("$exe" --gtest_list_tests | sed -n 's/^\([A-Za-z0-9_]*\)\.$/\1/p')"
-  done
-  echo "^(($(echo $suites | tr ' ' '\n' | sort -u | paste -sd '|'))\.|conformance\.(embedded|shared\.all|shared_attention\.all)$)"
+  if [ -z "${regex_of[$1]:-}" ]; then
+    local names="conformance\.embedded conformance\.shared\.all conformance\.shared_attention\.all"
+    for t in $(family_targets "$1"); do
+      local exe
+      exe=$(find "$bld" -type f -name "$t" -perm -u+x | head -1)
+      names="$names $("$exe" --gtest_list_tests |
+        awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | sed 's/\./\\./g')"
+    done
+    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))\$"
+  fi
+  echo "${regex_of[$1]}"
 }
 
 # Runs a family's checks; RC_PARAMS without shrinking, so a failing property stops at once.
@@ -96,7 +103,16 @@ run_checks() {
     -j "$jobs" --timeout 600 --stop-on-failure --output-on-failure
 }
 
+# Restores the files of the mutant being run, also when the script is interrupted.
+restore=()
+restore_files() {
+  for f in "${restore[@]}"; do cp "$scratch/$(echo "$f" | tr / _).orig" "$src/$f"; done
+  restore=()
+}
+trap restore_files EXIT
+
 for f in "${families[@]}"; do
+  family_regex "$f" > /dev/null
   echo "== baseline: $f"
   run_checks "$f" > "$logs/baseline-$f.log" 2>&1 ||
     { tail -30 "$logs/baseline-$f.log"; echo "the unmutated tree fails the $f checks"; exit 1; }
@@ -118,6 +134,7 @@ for p in "${patches[@]}"; do
     why="patch no longer applies"
   else
     for f in $files; do cp "$src/$f" "$scratch/$(echo "$f" | tr / _).orig"; done
+    restore=($files)
     patch -d "$src" -p1 -s -f < "$p" >> "$log" 2>&1
     # shellcheck disable=SC2046
     if ! cmake --build "$bld" -j "$jobs" --target dsv4cpu-verify $(family_targets "$family") \
@@ -130,7 +147,7 @@ for p in "${patches[@]}"; do
       why=$(sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) .*\*\*\*.*/\1/p' "$log" | head -1)
       [ -n "$why" ] || why=$(grep -m1 -o 'The following tests FAILED' "$log" || echo "ctest failed")
     fi
-    for f in $files; do cp "$scratch/$(echo "$f" | tr / _).orig" "$src/$f"; done
+    restore_files
   fi
   secs=$((SECONDS - start))
   fam_total[$family]=$(( ${fam_total[$family]:-0} + 1 ))
