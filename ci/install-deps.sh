@@ -3,7 +3,7 @@
 # Idempotent; runs as root on a fresh Debian 12 machine.
 set -euo pipefail
 packages=(
-  cmake g++ make ninja-build pkg-config git
+  cmake g++ make ninja-build pkg-config git patch
   clang-14 libclang-rt-14-dev libomp-14-dev
   libhwy-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev

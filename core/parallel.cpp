@@ -5,10 +5,13 @@
 namespace dsv4cpu::detail {
 namespace {
 std::atomic<int64_t> g_min_bytes_override{-1};
-}
+std::atomic<int> g_processors_override{0};
+}  // namespace
 
 int max_threads(int num_threads) {
-  static const int processors = omp_get_num_procs();  // a system call: asked once
+  static const int machine = omp_get_num_procs();  // a system call: asked once
+  const int override_processors = g_processors_override.load(std::memory_order_relaxed);
+  const int processors = override_processors > 0 ? override_processors : machine;
   const int wanted = num_threads > 0 ? num_threads : omp_get_max_threads();
   return std::max(1, std::min(wanted, processors));
 }
@@ -23,6 +26,10 @@ int threads_for(int num_threads, int64_t bytes, int64_t min_bytes) {
 
 void set_min_bytes_per_thread_for_test(int64_t bytes) {
   g_min_bytes_override.store(bytes, std::memory_order_relaxed);
+}
+
+void set_processors_for_test(int processors) {
+  g_processors_override.store(processors, std::memory_order_relaxed);
 }
 
 }  // namespace dsv4cpu::detail

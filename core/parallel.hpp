@@ -30,6 +30,10 @@ int threads_for(int num_threads, int64_t bytes, int64_t min_bytes = kMinBytesPer
 // that may split does), or restores the thresholds with a negative value. Not thread-safe: call
 // it before anything runs.
 void set_min_bytes_per_thread_for_test(int64_t bytes);
+// Test hook: caps max_threads at `processors` instead of the machine's processors (<= 0 restores
+// the machine's), so that a run asking for 8 threads splits 8 ways on a smaller machine. Not
+// thread-safe: call it before anything runs.
+void set_processors_for_test(int processors);
 
 // Calls f(i) for i in [0, n) on up to `threads` threads; f must not throw.
 template <class F>

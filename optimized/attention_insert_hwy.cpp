@@ -128,6 +128,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <vector>
 
+#include "core/fallback.hpp"
 #include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
@@ -153,7 +154,10 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
   });
   if (ctx.check_finite)
     for (uint8_t ok : finite)
-      if (!ok) return ref::fused_qnorm_rope_kv_insert(a, ctx);  // throws the reference's error
+      if (!ok) {
+        count_fallback(Fallback::fused_qnorm_rope_kv_insert);
+        return ref::fused_qnorm_rope_kv_insert(a, ctx);  // throws the reference's error
+      }
 
   const auto write = HWY_DYNAMIC_DISPATCH(WriteQuery);
   parallel_for(a.T, threads, [&](int64_t t) { write(a, t); });

@@ -345,6 +345,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <vector>
 
+#include "core/fallback.hpp"
 #include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
@@ -447,7 +448,10 @@ void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunConte
   }
   if (ctx.check_finite)
     for (uint8_t ok : finite)
-      if (!ok) return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error
+      if (!ok) {
+        count_fallback(Fallback::compress_norm_rope_store);
+        return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error
+      }
 
   // §6.3 / §7: entry j = slot % P of page slot / P; data region, then the scale region.
   const int64_t P = a.kv_cache_block_size;

@@ -33,9 +33,9 @@ class PreparedRows {
         q_(new uint8_t[static_cast<size_t>(rows) * q_stride_ + 64]),
         w_(static_cast<size_t>(rows * Hp_)) {}
   void prepare(int64_t i, const uint8_t* q, const float* w) {
-    k_.prepare(q, w, H_, Hp_, q_at(i), &w_[static_cast<size_t>(i * Hp_)]);
+    k_.prepare(q, w, H_, Hp_, q_at(i), w_.data() + i * Hp_);  // (H = 0: no weights at all)
   }
-  PreparedRow row(int64_t i) const { return {q_at(i), &w_[static_cast<size_t>(i * Hp_)], H_, Hp_}; }
+  PreparedRow row(int64_t i) const { return {q_at(i), w_.data() + i * Hp_, H_, Hp_}; }
 
  private:
   uint8_t* q_at(int64_t i) const {

@@ -1,5 +1,5 @@
 // Properties of the logits ops (indexer.md §4, §7, §8) for every registered variant: every Highway
-// target and fixed ISA of the registry, with 1 and 2 threads (which must give identical bytes):
+// target and fixed ISA of the registry, with 1, 2 and 8 threads (which must give identical bytes):
 //   fp8_paged_mqa_logits  every value within the bound B of the exact binary64 logits
 //                         (numerics.md §11.6), −inf past each row, NaN exactly at NaN keys;
 //   indexer_topk          the band rule of numerics.md §11.7 against the exact logits, and
@@ -25,8 +25,8 @@
 namespace dsv4cpu::prop {
 namespace {
 
-// Every variant (the reference included: it is held to the same bound), with 1 and 2 threads.
-const testing::Plan kEveryVariant{true, std::nullopt, true, {1, 2}};
+// Every variant (the reference included: it is held to the same bound), with 1, 2 and 8 threads.
+const testing::Plan kEveryVariant{true, std::nullopt, true, {1, 2, 8}};
 
 // ---- shared data ----
 
@@ -56,8 +56,9 @@ rc::Gen<ValueMode> gen_value_mode() {
   });
 }
 
-// A paged indexer K cache with garbage everywhere, then a key at every visible position of
-// every request of `table` (request r reads pages table.entries[r][c] for c < ceil(len_r / P)).
+// A paged indexer K cache with garbage in the page padding, a finite decoy key (scale 2^20) in
+// every entry, then a key at every visible position of every request of `table` (request r reads
+// pages table.entries[r][c] for c < ceil(len_r / P)): a misread key gives a wrong finite logit.
 testing::KCache make_cache(std::mt19937_64& rng, const BlockTable& table,
                            const std::vector<int64_t>& lens, int64_t stride_pad,
                            const ValueMode& m) {
@@ -65,6 +66,12 @@ testing::KCache make_cache(std::mt19937_64& rng, const BlockTable& table,
   testing::KCache kv(P, std::max<int64_t>(table.num_pages, 1), P * 132 + stride_pad);
   fill_garbage(rng, kv.bytes.data(), kv.bytes.size());
   std::vector<uint8_t> key(128);
+  for (int64_t page = 0; page < kv.pages; ++page)
+    for (int64_t e = 0; e < P; ++e) {
+      fill_garbage(rng, key.data(), key.size());
+      for (auto& c : key) c = testing::is_nan_code(c) ? 0x7E : c;
+      kv.set(page, e, key.data(), 0x1p20f);
+    }
   for (size_t r = 0; r < lens.size(); ++r)
     for (int64_t j = 0; j < lens[r]; ++j) {
       for (auto& c : key) c = draw_code(rng, m.tiny_codes);
@@ -110,8 +117,8 @@ std::ostream& operator<<(std::ostream& os, const LogitsCase& c) {
 rc::Gen<LogitsCase> gen_logits_case() {
   return rc::gen::exec([] {
     LogitsCase c;
-    c.H = *rc::gen::weightedElement<int64_t>({{6, 64}, {1, 1}, {1, 8}, {1, 16}, {1, 24}, {1, 72}});
-    c.P = *rc::gen::weightedElement<int64_t>({{3, 16}, {3, 64}, {2, 256}, {1, 1}, {1, 5}, {1, 48}});
+    c.H = *rc::gen::weightedElement<int64_t>({{6, 64}, {1, 0}, {1, 1}, {1, 8}, {1, 16}, {1, 24}, {1, 72}});
+    c.P = *rc::gen::weightedElement<int64_t>({{3, 16}, {3, 64}, {2, 256}, {1, 1}, {1, 5}, {1, 6}, {1, 12}, {1, 48}, {1, 96}});
     c.B = *rc::gen::inRange<int64_t>(0, 4);
     c.next_n = *rc::gen::weightedElement<int64_t>({{3, 1}, {1, 2}, {1, 3}});
     c.lens_2d = c.next_n > 1 && *rc::gen::arbitrary<bool>();
@@ -223,8 +230,11 @@ rc::Gen<StepCase> gen_step_case() {
     std::vector<int64_t> entries;
     for (int r = 0; r < R; ++r) {
       const int64_t q = r < decodes ? 1 : *rc::gen::inRange<int64_t>(2, 4);
+      // 2044 .. 2055: the last tokens of a request see 511, 512 (= K, an identity row) or 513
+      // compressed entries.
       const int64_t len =
           *rc::gen::weightedOneOf<int64_t>({{2, rc::gen::inRange<int64_t>(q, 2060)},
+                                            {1, rc::gen::inRange<int64_t>(2044, 2056)},
                                             {3, rc::gen::inRange<int64_t>(2040, 2800)},
                                             {1, rc::gen::inRange<int64_t>(2800, 4200)}});
       c.query_lens.push_back(q);

@@ -1,5 +1,5 @@
 // Properties of the metadata builders (metadata.md §2-§9): for every builder with an optimized
-// variant, every optimized variant of the registry with 1, 2 and 8 threads (at most the
+// variant, every optimized variant of the registry with 1, 2 and 8 threads (whatever the
 // processors) writes exactly the reference's bytes (every output, every entry of a returned
 // struct) and throws the same error; output padding around each view keeps its garbage. Batches
 // are mixed decode + prefill steps with positions up to 2^20 and shuffled, row-padded block tables
@@ -19,7 +19,7 @@
 namespace dsv4cpu::prop {
 namespace {
 
-// Every optimized variant against the reference, with 1, 2 and 8 threads (at most the processors).
+// Every optimized variant against the reference, with 1, 2 and 8 threads (whatever the processors).
 const testing::Plan kOptimized{false, std::nullopt, true, {1, 2, 8}};
 constexpr size_t kGuard = 64;  // garbage bytes before and after every output view
 
@@ -174,7 +174,7 @@ const bool kTokenPositions = register_property(
     "TokenPositions", "EqualsReference", "token_positions", kOptimized, token_positions_property);
 
 void slot_mapping_property(const testing::Plan& plan) {
-  const MetaCase c = *gen_meta_case(1, {1, 4, 8, 64, 48}, kMaxPosition);
+  const MetaCase c = *gen_meta_case(1, {1, 4, 6, 8, 64, 48}, kMaxPosition);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T + c.pad_tokens}, rng)};
@@ -189,7 +189,7 @@ const bool kSlotMapping = register_property("SlotMapping", "EqualsReference", "s
 
 void compressed_slot_mapping_property(const testing::Plan& plan) {
   const int64_t ratio = *rc::gen::element<int64_t>(4, 128);
-  const MetaCase c = *gen_meta_case(ratio, {1, 2, 64}, kMaxPosition);
+  const MetaCase c = *gen_meta_case(ratio, {1, 2, 6, 64, 96}, kMaxPosition);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   const std::vector<Output> outs = {Output(DType::I64, {m.T + c.pad_tokens}, rng)};
@@ -204,7 +204,7 @@ const bool kCompressedSlotMapping =
                       kOptimized, compressed_slot_mapping_property);
 
 void swa_window_indices_property(const testing::Plan& plan) {
-  const MetaCase c = *gen_meta_case(1, {64, 16, 5}, kMaxPosition);
+  const MetaCase c = *gen_meta_case(1, {64, 16, 5, 12, 48}, kMaxPosition);
   const int64_t window = *rc::gen::element<int64_t>(128, 1, 7, 200);
   const bool with_lens = *rc::gen::arbitrary<bool>();
   std::mt19937_64 rng(c.seed.value);
@@ -223,7 +223,7 @@ const bool kSwaWindowIndices =
                       swa_window_indices_property);
 
 void c128a_topk_indices_property(const testing::Plan& plan) {
-  const MetaCase c = *gen_meta_case(128, {2, 1, 8}, int64_t{1} << 16);
+  const MetaCase c = *gen_meta_case(128, {2, 1, 8, 6, 12}, int64_t{1} << 16);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   int64_t longest = 1;
@@ -251,7 +251,7 @@ const bool kC128aTopkIndices =
                       c128a_topk_indices_property);
 
 void c128a_decode_metadata_property(const testing::Plan& plan) {
-  const MetaCase c = *gen_meta_case(128, {2, 1, 8}, int64_t{1} << 16);
+  const MetaCase c = *gen_meta_case(128, {2, 1, 8, 6, 12}, int64_t{1} << 16);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);
   int64_t longest = 1, widest = 0;
@@ -277,7 +277,7 @@ const bool kC128aDecodeMetadata =
                       c128a_decode_metadata_property);
 
 void c4a_global_topk_indices_property(const testing::Plan& plan) {
-  const MetaCase c = *gen_meta_case(4, {64, 1, 16}, kMaxPosition);
+  const MetaCase c = *gen_meta_case(4, {64, 1, 16, 6, 48}, kMaxPosition);
   const int64_t K = *rc::gen::element<int64_t>(512, 1, 9, 64);
   const DType topk_dtype = *gen_index_dtype();
   std::mt19937_64 rng(c.seed.value);
@@ -339,7 +339,7 @@ std::string describe(const IndexerMetadata& md) {
 }
 
 void indexer_metadata_property(const testing::Plan& plan) {
-  const MetaCase c = *gen_meta_case(4, {64, 1, 16}, kMaxPosition);
+  const MetaCase c = *gen_meta_case(4, {64, 1, 16, 12, 96}, kMaxPosition);
   const int64_t next_n = *rc::gen::element<int64_t>(1, 1, 2, 3);
   std::mt19937_64 rng(c.seed.value);
   const MetaArrays m(c, rng);

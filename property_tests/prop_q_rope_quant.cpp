@@ -1,5 +1,5 @@
 // Properties of fused_indexer_q_rope_quant (indexer.md §2): every registered variant, on every
-// Highway target and with 1, 2 and 8 threads (at most the processors), writes exactly the
+// Highway target and with 1, 2 and 8 threads (whatever the processors), writes exactly the
 // reference's bytes, and throws the same error when weights_out overflows.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

@@ -14,10 +14,16 @@
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
+#include "core/parallel.hpp"
 #include "testing/gtest.hpp"
 #include "testing/runs.hpp"
 
 namespace dsv4cpu::prop {
+
+// Set before main: a run asking for up to 8 threads gets them even on a machine with fewer
+// processors, so that every split a larger machine makes (e.g. 3 channel chunks of one token) is
+// tested here too.
+inline const bool kThreadsUpTo8 = (detail::set_processors_for_test(8), true);
 
 // A property over the runs of one group of variants: it calls the op on every run of
 // testing::runs(op, plan) and checks each.

@@ -1,5 +1,5 @@
 // Builders of test inputs: garbage fill for buffers whose untouched bytes are checked afterwards,
-// random fp8 codes, and a paged indexer K cache.
+// finite decoys for unread inputs, random fp8 codes, and a paged indexer K cache.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -22,6 +22,20 @@ inline void fill_garbage(std::mt19937_64& rng, void* dst, size_t bytes) {
 inline void fill_garbage(void* dst, size_t bytes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   fill_garbage(rng, dst, bytes);
+}
+
+// Finite decoys for the parts of an input no formula reads: ±[1, 2)·2^e with e in [8, 24), large
+// enough to change any result they enter, small enough that it stays finite, so a misread shows
+// as a wrong value rather than as a non-finite one (which an optimized variant may hand to the
+// reference).
+inline void fill_decoys(std::mt19937_64& rng, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t x = rng();
+    const uint32_t bits = static_cast<uint32_t>((x >> 63) << 31) |
+                          static_cast<uint32_t>(127 + 8 + (x >> 32) % 16) << 23 |
+                          static_cast<uint32_t>(x & 0x7FFFFF);
+    std::memcpy(dst + i, &bits, 4);
+  }
 }
 
 inline bool is_nan_code(uint8_t c) { return (c & 0x7F) == 0x7F; }

@@ -20,13 +20,14 @@ ExactLogits exact_logits(const uint8_t* q, const float* w, int64_t H,
   const auto& dec = fp8_table();
   Eigen::MatrixXd Q(H, 128), K(L, 128);
   ExactLogits r;
+  r.heads = H;
   r.nan.assign(keys.size(), false);
   for (int64_t h = 0; h < H; ++h)
     for (int d = 0; d < 128; ++d) Q(h, d) = dec[q[h * 128 + d]];
   for (Eigen::Index j = 0; j < L; ++j)
     for (int d = 0; d < 128; ++d) {
       const uint8_t c = keys[static_cast<size_t>(j)][d];
-      if (fp8_is_nan(c)) r.nan[static_cast<size_t>(j)] = H > 0;
+      if (fp8_is_nan(c)) r.nan[static_cast<size_t>(j)] = H > 0;  // indexer.md §4.2: H = 0 gives +0
       K(j, d) = fp8_is_nan(c) ? 0.0 : dec[c];
     }
   const Eigen::MatrixXd dots = Q * K.transpose();
@@ -76,6 +77,8 @@ std::string logits_violation(const float* row, int64_t S, const ExactLogits& ex)
       if (!std::isnan(v)) return col + ", want NaN (a NaN key)";
       continue;
     }
+    if (ex.heads == 0 && !(v == 0 && !std::signbit(v)))
+      return col + ", want +0 (H = 0: an empty head sum)";
     if (!(std::fabs(v - ex.X[i]) <= ex.B[i]))
       return col + ", exact " + fmt("%.9g", ex.X[i]) + ", bound " + fmt("%.3g", ex.B[i]);
   }

@@ -12,11 +12,13 @@
 namespace dsv4cpu::testing {
 
 // The logits of one query row against its keys 0 .. L-1: the exact value X (NaN key codes count
-// as 0), the bound B of §11.6, and whether the logit is NaN (a key with a NaN code, H >= 1).
-// Every q·k product and inner sum is exact in binary64 (multiples of 2^-18 below 2^25).
+// as 0), the bound B of §11.6, and whether the logit is NaN (a key with a NaN code, H >= 1; with
+// H = 0 every logit is +0, indexer.md §4.2). Every q·k product and inner sum is exact in binary64
+// (multiples of 2^-18 below 2^25).
 struct ExactLogits {
   std::vector<double> X, B;
   std::vector<bool> nan;
+  int64_t heads = 0;
   int64_t size() const { return static_cast<int64_t>(X.size()); }
 };
 
@@ -29,8 +31,8 @@ ExactLogits exact_logits(const uint8_t* q, const float* w, int64_t H,
 ExactLogits exact_logits(const uint8_t* q, const float* w, int64_t H, const TensorView& kv_cache,
                          int64_t P, const std::vector<int64_t>& pages, int64_t L);
 
-// §11.6 for one computed row of S logits: |v - X| <= B for j < L, NaN exactly where the logit is
-// NaN, -inf from L to S. "" when it holds, else the first offending column.
+// §11.6 for one computed row of S logits: |v - X| <= B for j < L (+0 exactly when H = 0), NaN
+// exactly where the logit is NaN, -inf from L to S. "" when it holds, else the first offending column.
 std::string logits_violation(const float* row, int64_t S, const ExactLogits& ex);
 
 // §11.7 for K selected indices `sel` of a row of L = ex.size() > K keys, with the bound

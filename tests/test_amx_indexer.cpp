@@ -209,8 +209,8 @@ void check_against_exact(const AmxCase& c, uint64_t seed) {
     opt::amx_block(tiles, opt::convert_keys, row, keys, n, &out[static_cast<size_t>(j0)]);
     j0 += n;
   }
-  // Every 16 keys × 64 heads take 4 k-steps × 4 C tiles (fewer heads, fewer tiles).
-  EXPECT_GT(tiles.dots, 0);
+  // Every 16 keys × 64 heads take 4 k-steps × 4 C tiles (fewer heads, fewer tiles; none for H = 0).
+  EXPECT_EQ(tiles.dots > 0, c.H > 0);
   const testing::ExactLogits ex =
       testing::exact_logits(q.data(), w.data(), c.H, kv.view(), c.P, table, c.L);
   EXPECT_TRUE(testing::holds(testing::logits_violation(out.data(), c.L, ex)))
@@ -220,7 +220,7 @@ void check_against_exact(const AmxCase& c, uint64_t seed) {
 TEST(AmxKernelOnTileModel, WithinBoundOfExactLogits) {
   const AmxCase cases[] = {{64, 64, 200, false}, {64, 16, 97, false}, {1, 3, 40, false},
                            {17, 256, 300, false}, {80, 64, 70, false}, {64, 64, 130, true},
-                           {16, 1, 33, true}};
+                           {16, 1, 33, true},    {0, 6, 40, false}};  // H = 0: +0, NaN keys too
   uint64_t seed = 10;
   for (const AmxCase& c : cases) check_against_exact(c, seed++);
 }

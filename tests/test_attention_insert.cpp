@@ -1,12 +1,14 @@
 // fused_qnorm_rope_kv_insert (attention.md §3): the §3.5 worked example by hand, a 90° rotation,
 // both fp8_subnormals modes and both scale_clamp rules on hand-picked tiles, the fused rotation
 // reaching the cache, T_ins < T and Hq = 0, T = 0; every variant equal to the reference byte for
-// byte on random inputs for every Highway target and 1 and 2 threads.
+// byte on random inputs for every Highway target and 1 and 2 threads; each hand-over to the
+// reference counted.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
+#include "core/fallback.hpp"
 #include "test_attention_util.hpp"
 
 namespace dsv4cpu {
@@ -237,6 +239,24 @@ InsertCase random_insert(uint64_t seed, ScaleClamp clamp, Fp8Subnormals sub) {
   c.clamp = clamp;
   c.subnormals = sub;
   return c;
+}
+
+TEST(FusedQnormRopeKvInsert, HandOverToTheReferenceIsCounted) {
+  // A RoPE value that overflows the rotated query: an optimized variant hands the call to the
+  // reference, which throws (core/fallback.hpp); each such call counts once, a finite one never.
+  testing::for_each_run(kOp, [&](const testing::Run& run) {
+    InsertCase finite = random_insert(5, ScaleClamp::cpu, Fp8Subnormals::exact);
+    uint64_t before = detail::fallback_count();
+    finite.run(run.options());
+    EXPECT_EQ(detail::fallback_count(), before) << run.label();
+    InsertCase c = random_insert(5, ScaleClamp::cpu, Fp8Subnormals::exact);
+    for (int i = 0; i < 32; ++i) c.table[static_cast<size_t>(c.positions[2] * 64 + i)] = 3e38f;
+    before = detail::fallback_count(detail::Fallback::fused_qnorm_rope_kv_insert);
+    EXPECT_THROW(c.run(run.options()), NonFiniteError) << run.label();
+    EXPECT_EQ(detail::fallback_count(detail::Fallback::fused_qnorm_rope_kv_insert) - before,
+              run.variant.role == Role::optimized ? 1u : 0u)
+        << run.label();
+  });
 }
 
 TEST(FusedQnormRopeKvInsert, EveryRunMatchesTheReference) {

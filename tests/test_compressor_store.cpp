@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "core/fallback.hpp"
 #include "dsv4cpu/errors.hpp"
 #include "test_compressor_util.hpp"
 
@@ -496,6 +497,27 @@ TEST(CompressInvariants, CheckFiniteOffStaysInBounds) {
       EXPECT_TRUE(test::changed_outside(before, c.kv_cache, entry_ranges(c, 69)).empty())
           << run.label();
       EXPECT_THROW(c.run(run.options()), NonFiniteError) << run.label();
+    });
+  }
+}
+
+TEST(CompressInvariants, HandOverToTheReferenceIsCounted) {
+  // An optimized variant meeting a non-finite intermediate hands the call to the reference, which
+  // throws (core/fallback.hpp): each such call counts once; a finite call never counts.
+  for (int hd : {512, 128}) {
+    const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
+    testing::for_each_run(op, [&](const testing::Run& run) {
+      CompressCase finite = test::worked_example(hd, 69);
+      uint64_t before = detail::fallback_count();
+      finite.run(run.options());
+      EXPECT_EQ(detail::fallback_count(), before) << run.label();
+      CompressCase c = test::worked_example(hd, 69);
+      c.row(31)[c.kv_off(7) + 3] = std::numeric_limits<float>::quiet_NaN();
+      before = detail::fallback_count(detail::Fallback::compress_norm_rope_store);
+      EXPECT_THROW(c.run(run.options()), NonFiniteError) << run.label();
+      EXPECT_EQ(detail::fallback_count(detail::Fallback::compress_norm_rope_store) - before,
+                run.variant.role == Role::optimized ? 1u : 0u)
+          << run.label();
     });
   }
 }

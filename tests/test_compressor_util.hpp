@@ -1,9 +1,10 @@
 // Shared set-up of the compress op tests (compressor.md §6, §7): owned inputs with padded pages,
-// garbage-filled caches, and the byte ranges an entry occupies.
+// a state cache of finite decoys, a garbage-filled kv cache, and the byte ranges an entry occupies.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,8 @@ struct CompressCase {
     page_bytes = P * entry_bytes() + 8;
     page_stride = page_bytes + 24;  // a view with a page stride beyond page_bytes
     state.assign(static_cast<size_t>(nb * page_floats), 0.0f);
-    testing::fill_garbage(state.data(), state.size() * sizeof(float), 1);
+    std::mt19937_64 rng(1);
+    testing::fill_decoys(rng, state.data(), state.size());
     weight.assign(static_cast<size_t>(hd), 1.0f);
     cos_sin.assign(static_cast<size_t>(R * 64), 0.0f);
     for (int64_t row = 0; row < R; ++row)

@@ -94,6 +94,29 @@ TEST(Fp8PagedMqaLogits, ReluAndNanKeys) {
   });
 }
 
+TEST(Fp8PagedMqaLogits, NoHeadsGivePlusZeroForNanKeys) {
+  // indexer.md §4.2: H = 0 leaves the head sum empty, so every visible logit is +0 (NaN keys too).
+  constexpr int64_t P = 6;  // an even page size that is not a power of two
+  testing::KCache kv(P, 2, P * 132);
+  std::vector<uint8_t> key(128, 0x38), nan_key(128, 0x38);
+  nan_key[3] = 0x7F;
+  for (int64_t e = 0; e < P; ++e) kv.set(0, e, e % 2 ? nan_key.data() : key.data(), 2.0f);
+  kv.set(1, 0, nan_key.data(), 2.0f);
+  const std::vector<int32_t> seq_lens = {7, 2}, page_table = {0, 1, 0, 1};
+  testing::for_each_run("fp8_paged_mqa_logits", [&](const testing::Run& run) {
+    std::vector<float> logits(2 * 8, 5.0f);
+    fp8_paged_mqa_logits(TensorView(nullptr, DType::F8_E4M3, {2, 0, 128}), kv.view(),
+                         TensorView(nullptr, DType::F32, {2, 0}),
+                         TensorView(seq_lens.data(), DType::I32, {2}),
+                         TensorView(page_table.data(), DType::I32, {2, 2}), P, 8,
+                         MutableTensorView(logits.data(), DType::F32, {2, 8}), 1, run.options());
+    for (int64_t j = 0; j < 8; ++j) {
+      EXPECT_EQ(f32_bits(logits[j]), j < 7 ? 0u : f32_bits(kNegInf)) << run.label() << " " << j;
+      EXPECT_EQ(f32_bits(logits[8 + j]), j < 2 ? 0u : f32_bits(kNegInf)) << run.label() << " " << j;
+    }
+  });
+}
+
 struct Case {
   int64_t P, stride_pad, B, next_n, H, S;
   bool q4d, seq2d, i64;

@@ -62,6 +62,25 @@ TEST(Oracle, NaNKeyCodesGiveNaNLogits) {
   EXPECT_TRUE(contains(logits_violation(got.data(), 3, row), "want NaN"));
 }
 
+TEST(Oracle, NoHeadsGivePlusZeroEvenForNaNKeys) {
+  // indexer.md §4.2: with H = 0 the head sum is empty, so every visible logit is +0, a key with a
+  // NaN code included.
+  LogitsExample ex;
+  ex.cache[132 + 5] = 0xFF;  // key 1 holds a NaN code
+  const ExactLogits row = exact_logits(ex.q.data(), ex.w.data(), 0,
+                                       TensorView(ex.cache.data(), DType::U8, {1, 264}), 2, {0}, 2);
+  EXPECT_FALSE(row.nan[0]);
+  EXPECT_FALSE(row.nan[1]);
+  EXPECT_EQ(row.X[1], 0.0);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<float> got = {0.0f, 0.0f, ninf};
+  EXPECT_EQ(logits_violation(got.data(), 3, row), "");
+  got[1] = std::nanf("");
+  EXPECT_TRUE(contains(logits_violation(got.data(), 3, row), "want +0"));
+  got[1] = -0.0f;
+  EXPECT_TRUE(contains(logits_violation(got.data(), 3, row), "want +0"));
+}
+
 TEST(Oracle, LogitsWithinTheBound) {
   const LogitsExample ex;
   const ExactLogits row = ex.row(2);

@@ -375,7 +375,10 @@ void run_c128a_topk_indices_compact(Case& c, const Options& o) {
   const TensorView positions = c.input("positions"), req = c.input("token_to_req"),
                    table = c.input("block_table");
   const int64_t P = c.integer("block_size");
-  const int64_t W = c.expected("indices") ? 0 : plausible(c128a_compact_width(positions));
+  // The width of expected.indices, else the scalar `width`, else the step's compact width.
+  const int64_t W = c.expected("indices") ? 0
+                    : c.has("width")      ? plausible(c.integer("width"))
+                                          : plausible(c128a_compact_width(positions));
   c128a_topk_indices_compact(positions, req, table, P,
                              c.output("indices", DType::I64, {extent(positions, 0), W}), o);
 }
