@@ -118,7 +118,7 @@ SPECS = {
         "metadata.md §7.1, compact form (docs/metadata.md): the same rows cut to the step's "
         "longest compressed length.",
         {"indices": (_I64, lambda a: (a["positions"].shape[0],
-                                      ops.c128a_compact_width(a["positions"])))}),
+                                      a.get("width") or ops.c128a_compact_width(a["positions"])))}),
     "c128a_decode_metadata": (
         "metadata.md §7.2 (GPU form): decode rows as global slots, prefill rows as local "
         "indices, at the maximal width (pass narrower outputs for an active width).",
