@@ -145,36 +145,32 @@ int64_t FirstOutside64(const int64_t* p, int64_t n, int64_t lo, int64_t hi) {
   return FirstOutsideT(p, n, lo, hi);
 }
 
-// Index of the first fp8 e4m3 NaN code (0x7F or 0xFF) of c[0 .. n), or n.
-int64_t FirstNanCode(const uint8_t* HWY_RESTRICT c, int64_t n) {
-  const hn::ScalableTag<uint8_t> d8;
-  const auto N = static_cast<int64_t>(hn::Lanes(d8));
-  const int64_t block = std::max<int64_t>(kBlockBytes / N, 1) * N;
-  const auto low7 = hn::Set(d8, 0x7F);
+// Index of the first of p[0 .. n) with every bit of `mask` set, or n. A masked value is at most
+// `mask`, and equal to it only with every bit set: a block is flagged by its masked maximum.
+template <class T>
+int64_t FirstWithAllBits(const T* HWY_RESTRICT p, int64_t n, T mask) {
+  const hn::ScalableTag<T> d;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t block = std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / N, 1) * N;
+  const auto bits = hn::Set(d, mask);
   return FirstBad(
       n, block, N,
       [&](int64_t b, int64_t e) {
-        auto m = hn::Zero(d8);
-        for (int64_t i = b; i < e; i += N) m = hn::Max(m, hn::And(hn::LoadU(d8, c + i), low7));
-        return !hn::AllFalse(d8, hn::Eq(m, low7));
+        auto m = hn::Zero(d);
+        for (int64_t i = b; i < e; i += N) m = hn::Max(m, hn::And(hn::LoadU(d, p + i), bits));
+        return !hn::AllFalse(d, hn::Eq(m, bits));
       },
-      [&](int64_t i) { return (c[i] & 0x7F) == 0x7F; });
+      [&](int64_t i) { return (p[i] & mask) == mask; });
+}
+
+// Index of the first fp8 e4m3 NaN code (0x7F or 0xFF) of c[0 .. n), or n.
+int64_t FirstNanCode(const uint8_t* c, int64_t n) {
+  return FirstWithAllBits<uint8_t>(c, n, 0x7F);
 }
 
 // Index of the first NaN or ±inf of the bf16 values x[0 .. n) (exponent bits all ones), or n.
-int64_t FirstNonFiniteBf16(const uint16_t* HWY_RESTRICT x, int64_t n) {
-  const hn::ScalableTag<uint16_t> d16;
-  const auto N = static_cast<int64_t>(hn::Lanes(d16));
-  const int64_t block = std::max<int64_t>(kBlockBytes / 2 / N, 1) * N;
-  const auto exponent = hn::Set(d16, 0x7F80);
-  return FirstBad(
-      n, block, N,
-      [&](int64_t b, int64_t e) {
-        auto m = hn::Zero(d16);
-        for (int64_t i = b; i < e; i += N) m = hn::Max(m, hn::And(hn::LoadU(d16, x + i), exponent));
-        return !hn::AllFalse(d16, hn::Eq(m, exponent));
-      },
-      [&](int64_t i) { return (x[i] & 0x7F80u) == 0x7F80u; });
+int64_t FirstNonFiniteBf16(const uint16_t* x, int64_t n) {
+  return FirstWithAllBits<uint16_t>(x, n, 0x7F80);
 }
 
 // The smallest and the largest of p[0 .. n) (n >= 1), signed.
