@@ -10,6 +10,10 @@ that is slower or faster as a whole:
 - 2-thread speedup: the one-thread time of the same variant and shape over the two-thread time;
 - validation share: the part of a checked run's time that its `/unchecked` twin does not spend.
 
+Two runs are compared on these figures; the share only for a benchmark bound by its roof (at least
+ROOF_BOUND_SHARE of it in the baseline), raw times only between runs on the same machine (same
+cpu_model, mhz_per_cpu, num_cpus and, when both runs list them, caches).
+
 Benchmark names are `<op>/<variant>/<shape>[/unchecked][/threads:2][/real_time]`; a one-thread run
 is timed in CPU time (as Google Benchmark computes its rates), a `/real_time` run in wall time."""
 import json
@@ -19,6 +23,16 @@ from dataclasses import dataclass, field
 REFERENCE = "ref"
 ROOFLINE_PREFIX = "stream_"
 TRAFFIC_KINDS = ("read", "copy", "write")
+
+# A benchmark is bound by its roof when its baseline reaches at least this share of it (the
+# baseline's, so that a drop below the bar is still judged). The memory-bound ops of this suite run
+# at 30-130% of their roof (more where the data stay cached); the compute-bound ones and most
+# scalar references run below 20%, where the share follows the measured roof, not the code.
+ROOF_BOUND_SHARE = 0.25
+
+# The context fields that identify the machine of a run (the caches too, when both runs list them):
+# a VM may report only "AMD EPYC" for hosts of different clocks.
+MACHINE_KEYS = ("cpu_model", "mhz_per_cpu", "num_cpus")
 
 # Single-precision FLOP per cycle and core of each ISA (two FMA pipes): the compute roofline for
 # benchmarks that report a "flops" counter. The peak is this times the measured clock.
@@ -269,18 +283,28 @@ def _judge(kind, base_median, new_median, base_samples, new_samples, threshold, 
     return Figure(kind, base_median, new_median, p, beyond and significant)
 
 
-def same_cpu(base, new):
-    a, b = base.context.get("cpu_model"), new.context.get("cpu_model")
-    return bool(a) and a == b
+def machine_differences(base, new):
+    """The machine fields of the two runs' contexts that differ or are unknown, as
+    [(field, base value, new value)]; empty when both ran on the same machine."""
+    out = [(k, base.context.get(k), new.context.get(k)) for k in MACHINE_KEYS
+           if not base.context.get(k) or base.context.get(k) != new.context.get(k)]
+    caches = base.context.get("caches"), new.context.get("caches")
+    if all(caches) and caches[0] != caches[1]:
+        out.append(("caches", *caches))
+    return out
+
+
+def same_machine(base, new):
+    return not machine_differences(base, new)
 
 
 def compare(base, new, threshold=0.10, alpha=0.05):
     """For every benchmark of `new` also in `base` (by op, variant, shape, threads, checks): the
-    normalised figures both runs have (share of the matching roof when both runs have that roof and
-    the benchmark moves the same bytes per iteration in both; speedup over the reference; 2-thread
-    speedup) and, only between runs on the same CPU model, the raw time. Returns
-    [(new bench, base bench, [Figure])]."""
-    raw = same_cpu(base, new)
+    normalised figures both runs have (share of the matching roof when both runs have that roof,
+    the benchmark moves the same bytes per iteration in both and is bound by its roof in the
+    baseline; speedup over the reference; 2-thread speedup) and, only between runs on the same
+    machine, the raw time. Returns [(new bench, base bench, [Figure])]."""
+    raw = same_machine(base, new)
     by_key = {b.key: b for b in base.benches.values() if not b.is_roofline}
     out = []
     for n in new.benches.values():
@@ -290,7 +314,8 @@ def compare(base, new, threshold=0.10, alpha=0.05):
         figures = []
         bb, nb = b.bytes_per_iteration, n.bytes_per_iteration
         same_work = bb and nb and abs(bb - nb) <= 0.01 * bb
-        if same_work and b.traffic == n.traffic and base.share(b) and new.share(n):
+        roof_bound = (base.share(b) or 0) >= ROOF_BOUND_SHARE
+        if same_work and roof_bound and b.traffic == n.traffic and new.share(n):
             figures.append(_judge("share", base.share(b), new.share(n), base.share_samples(b),
                                   new.share_samples(n), threshold, alpha))
         if base.speedup(b) and new.speedup(n):

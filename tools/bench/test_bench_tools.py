@@ -15,9 +15,10 @@ COMPARE = os.path.join(HERE, "dsv4cpu-bench-compare")
 DASHBOARD = os.path.join(HERE, "dsv4cpu-dashboard")
 
 
-def synthetic(scale=None, reps=5, jitter=0.01, cpu="test", nbytes_scale=None):
+def synthetic(scale=None, reps=5, jitter=0.01, cpu="test", nbytes_scale=None, mhz=2000):
     """A result file with a reference and an optimized variant at two shapes, the optimized one
     also on two threads and unchecked, plus the read and copy rooflines on one and two threads.
+    The references reach 24% of the copy roof, the optimized variant 490%.
     scale: {benchmark name: factor applied to its times}; nbytes_scale: the same for its bytes."""
     scale, nbytes_scale = scale or {}, nbytes_scale or {}
     rows = []
@@ -36,7 +37,8 @@ def synthetic(scale=None, reps=5, jitter=0.01, cpu="test", nbytes_scale=None):
                          "repetition_index": i, "iterations": 100, "real_time": time, "cpu_time": time,
                          "time_unit": "ns", "label": "traffic=" + traffic,
                          "bytes_per_second": nbytes * nbytes_scale.get(name, 1.0) / (time * 1e-9)})
-    return {"context": {"date": "2026-11-29T12:00:00", "cpu_model": cpu, "commit": "0123456789"},
+    return {"context": {"date": "2026-11-29T12:00:00", "cpu_model": cpu, "mhz_per_cpu": mhz, "num_cpus": 2,
+                        "commit": "0123456789"},
             "benchmarks": rows}
 
 
@@ -66,7 +68,8 @@ class CompareTest(unittest.TestCase):
         rc, out = run(COMPARE, a, a)
         self.assertEqual(rc, 0, out)
         self.assertIn("6 compared, 0 regressed", out)
-        self.assertIn("normalised figures and raw times compared", out)
+        self.assertIn("machine: test, 2000 MHz, 2 CPUs in both runs: normalised figures and raw times compared",
+                      out)
 
     def test_injected_slowdown_is_flagged(self):
         a = self.write("a.json", synthetic())
@@ -110,13 +113,48 @@ class CompareTest(unittest.TestCase):
         b = self.write("b.json", synthetic(everything, cpu="another EPYC"))
         rc, out = run(COMPARE, a, b)
         self.assertEqual(rc, 0, out)
-        self.assertIn("CPU models differ (test / another EPYC): normalised figures only, raw times not compared", out)
+        self.assertIn("machines differ (cpu_model test / another EPYC): normalised figures only, "
+                      "raw times not compared", out)
         self.assertNotIn("time ", self.line(out, "op_a/hwy/s1"))
         # ... and a real regression still shows on another CPU model.
         c = self.write("c.json", synthetic(dict(everything, **{"op_a/hwy/s2": 1.6 * 1.3}), cpu="another EPYC"))
         rc, out = run(COMPARE, a, c)
         self.assertEqual(rc, 1, out)
         self.assertIn("REGRESSION (share, speedup)", self.line(out, "op_a/hwy/s2"))
+
+    def test_other_clock_compares_normalised_figures_only(self):
+        # The same cpu_model at another clock is another host: a 1.5x slower run whose normalised
+        # figures all stay is not a regression there, and is one on the same host.
+        everything = {name: 1.5 for name in [r["name"] for r in synthetic()["benchmarks"]]}
+        a = self.write("a.json", synthetic(mhz=2096))
+        b = self.write("b.json", synthetic(everything, mhz=2596))
+        rc, out = run(COMPARE, a, b)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(out.splitlines()[0], "machines differ (mhz_per_cpu 2096 / 2596): normalised figures "
+                                              "only, raw times not compared")
+        self.assertNotIn("time ", self.line(out, "op_a/hwy/s1"))
+        c = self.write("c.json", synthetic(everything, mhz=2096))
+        rc, out = run(COMPARE, a, c)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("REGRESSION (time)", self.line(out, "op_a/hwy/s1"))
+
+    def test_share_judged_only_for_roof_bound_benchmarks(self):
+        # hwy/s1 moves a fiftieth of its bytes (10% of its roof, as a compute-bound op), hwy/s2 all
+        # (490%); the copy roof measures 30% higher in the new run: both shares fall by 23%.
+        light = {"op_a/hwy/s1": 0.02}
+        roof = {name: 1 / 1.3 for name in ("stream_copy/67108864", "stream_copy/67108864/threads:2/real_time")}
+        a = self.write("a.json", synthetic(nbytes_scale=light))
+        b = self.write("b.json", synthetic(roof, nbytes_scale=light, cpu="another EPYC"))
+        base = benchlib.load(a)
+        self.assertLess(base.share(base.find("op_a", "hwy", "s1")), benchlib.ROOF_BOUND_SHARE)
+        self.assertLess(base.share(base.find("op_a", "ref", "s2")), benchlib.ROOF_BOUND_SHARE)
+        rc, out = run(COMPARE, a, b)
+        self.assertEqual(rc, 1, out)
+        line = self.line(out, "op_a/hwy/s1")
+        self.assertNotIn("share", line)
+        self.assertTrue(line.endswith(" ok"), line)
+        self.assertTrue(self.line(out, "op_a/ref/s2").endswith(" -"), out)
+        self.assertIn("REGRESSION (share)", self.line(out, "op_a/hwy/s2"))
 
     def test_speedup_drop_is_flagged(self):
         a = self.write("a.json", synthetic())
@@ -154,11 +192,12 @@ class CompareTest(unittest.TestCase):
         with open(path) as f:
             doc = json.load(f)
         results = benchlib.load(path)
-        # A benchmark whose repetitions agree within 25%: a 1.5x slowdown of every repetition then
-        # separates the samples completely, whatever the repetition count.
+        # A benchmark bound by its roof whose repetitions agree within 25%: a 1.5x slowdown of every
+        # repetition then separates the samples completely, whatever the repetition count.
         victim = next(b.name for b in results.benches.values()
                       if b.variant not in ("", "ref") and b.threads == 1 and b.checked
-                      and max(b.times_ns) < 1.25 * min(b.times_ns))
+                      and max(b.times_ns) < 1.25 * min(b.times_ns)
+                      and (results.share(b) or 0) >= benchlib.ROOF_BOUND_SHARE)
         for row in doc["benchmarks"]:
             if row.get("run_name", row["name"]) == victim and row.get("run_type", "iteration") == "iteration":
                 row["real_time"] *= 1.5
@@ -167,7 +206,7 @@ class CompareTest(unittest.TestCase):
         doctored = self.write("doctored.json", doc)
         rc, out = run(COMPARE, path, doctored)
         self.assertEqual(rc, 1, out)
-        self.assertIn("REGRESSION", self.line(out, victim))
+        self.assertIn("REGRESSION (share, speedup, time)", self.line(out, victim))
 
 
 class BenchlibTest(unittest.TestCase):
@@ -184,6 +223,24 @@ class BenchlibTest(unittest.TestCase):
         self.assertEqual(benchlib.split_name("stream_read/67108864"), ("stream_read", "", "67108864", 1, True))
         self.assertEqual(benchlib.split_name("stream_copy/67108864/threads:2/real_time"),
                          ("stream_copy", "", "67108864", 2, True))
+
+    def test_machine_identity(self):
+        def run_on(**context):
+            return benchlib.Results("r.json", context, {})
+        epyc = {"cpu_model": "AMD EPYC", "mhz_per_cpu": 2596, "num_cpus": 2}
+        l3 = [{"type": "Unified", "level": 3, "size": 33554432, "num_sharing": 2}]
+        self.assertTrue(benchlib.same_machine(run_on(**epyc), run_on(**epyc)))
+        self.assertEqual(benchlib.machine_differences(run_on(**epyc), run_on(**epyc, caches=l3)), [])
+        self.assertEqual(benchlib.machine_differences(run_on(**epyc, caches=[]), run_on(**epyc, caches=l3)), [])
+        other_l3 = [dict(l3[0], size=16777216)]
+        self.assertEqual(benchlib.machine_differences(run_on(**epyc, caches=other_l3), run_on(**epyc, caches=l3)),
+                         [("caches", other_l3, l3)])
+        self.assertEqual(benchlib.machine_differences(run_on(**dict(epyc, num_cpus=4)), run_on(**epyc)),
+                         [("num_cpus", 4, 2)])
+        unknown = dict(epyc)
+        del unknown["mhz_per_cpu"]
+        self.assertEqual(benchlib.machine_differences(run_on(**unknown), run_on(**unknown)),
+                         [("mhz_per_cpu", None, None)])
 
     def test_figures_of_one_run(self):
         with tempfile.TemporaryDirectory() as d:
