@@ -302,7 +302,8 @@ def compare(base, new, threshold=0.10, alpha=0.05):
     """For every benchmark of `new` also in `base` (by op, variant, shape, threads, checks): the
     normalised figures both runs have (share of the matching roof when both runs have that roof,
     the benchmark moves the same bytes per iteration in both and is bound by its roof in the
-    baseline; speedup over the reference; 2-thread speedup) and, only between runs on the same
+    baseline; speedup over the reference; 2-thread speedup unless the one-thread run is bound by its
+    roof in the baseline) and, only between runs on the same
     machine, the raw time. Returns [(new bench, base bench, [Figure])]."""
     raw = same_machine(base, new)
     by_key = {b.key: b for b in base.benches.values() if not b.is_roofline}
@@ -321,7 +322,11 @@ def compare(base, new, threshold=0.10, alpha=0.05):
         if base.speedup(b) and new.speedup(n):
             figures.append(_judge("speedup", base.speedup(b), new.speedup(n), base.speedup_samples(b),
                                   new.speedup_samples(n), threshold, alpha))
-        if base.thread_speedup(b) and new.thread_speedup(n):
+        # A roof-bound op's 2-thread speedup is the roof's own (which varies between runs on a
+        # shared machine); its 2-thread run is judged by its share of the 2-thread roof instead.
+        one = base._one_thread(b)
+        one_roof_bound = one is not None and (base.share(one) or 0) >= ROOF_BOUND_SHARE
+        if not one_roof_bound and base.thread_speedup(b) and new.thread_speedup(n):
             figures.append(_judge("2-thread", base.thread_speedup(b), new.thread_speedup(n),
                                   base.thread_speedup_samples(b), new.thread_speedup_samples(n),
                                   threshold, alpha))

@@ -164,11 +164,31 @@ class CompareTest(unittest.TestCase):
         self.assertIn("REGRESSION (speedup)", self.line(out, "op_a/hwy/s2"))
 
     def test_two_thread_speedup_drop_is_flagged(self):
-        a = self.write("a.json", synthetic())
-        b = self.write("b.json", synthetic({"op_a/hwy/s2/threads:2/real_time": 1.4}, cpu="another EPYC"))
+        # s2 moves a fiftieth of its bytes (10% of its roof): its 2-thread speedup is judged.
+        light = {name: 0.02 for name in ("op_a/hwy/s2", "op_a/hwy/s2/threads:2/real_time", "op_a/ref/s2",
+                                         "op_a/hwy/s2/unchecked")}
+        a = self.write("a.json", synthetic(nbytes_scale=light))
+        b = self.write("b.json", synthetic({"op_a/hwy/s2/threads:2/real_time": 1.4}, nbytes_scale=light,
+                                           cpu="another EPYC"))
         rc, out = run(COMPARE, a, b)
         self.assertEqual(rc, 1, out)
-        self.assertIn("REGRESSION (share, 2-thread)", self.line(out, "op_a/hwy/s2/threads:2/real_time"))
+        self.assertIn("REGRESSION (2-thread)", self.line(out, "op_a/hwy/s2/threads:2/real_time"))
+
+    def test_roof_bound_two_threads_judged_by_their_share(self):
+        # s2 runs at 490% of its roof. The 2-thread copy roof scales 1.5x less in the new run and
+        # s2's 2-thread time follows it: its 2-thread speedup falls 29%, its share of the 2-thread
+        # roof stays. A 2-thread slowdown with the roof unchanged is a share regression.
+        two = "op_a/hwy/s2/threads:2/real_time"
+        a = self.write("a.json", synthetic())
+        b = self.write("b.json", synthetic({two: 1.4, "stream_copy/67108864/threads:2/real_time": 1.5},
+                                           cpu="another EPYC"))
+        rc, out = run(COMPARE, a, b)
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("2-thread", self.line(out, two))
+        c = self.write("c.json", synthetic({two: 1.4}, cpu="another EPYC"))
+        rc, out = run(COMPARE, a, c)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("REGRESSION (share)", self.line(out, two))
 
     def test_changed_work_skips_the_share(self):
         a = self.write("a.json", synthetic())
