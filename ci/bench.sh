@@ -34,8 +34,10 @@ threads="${OMP_NUM_THREADS:-$(nproc)}"
 
 mkdir -p out/bench
 out="out/bench/$(date -u +%Y%m%dT%H%M%SZ)-${commit:0:8}${dirty}.json"
+# Repetitions interleaved in random order: a neighbour's burst then lands on one repetition of
+# several benchmarks instead of every repetition of one, which the noise test can tell apart.
 build/bench/bench/dsv4cpu-bench \
-  --benchmark_repetitions="${reps}" \
+  --benchmark_repetitions="${reps}" --benchmark_enable_random_interleaving=true \
   --benchmark_out="${out}" --benchmark_out_format=json \
   --benchmark_context="cpu_model=${model//,/ },isa=${isa},threads=${threads},compiler=${compiler},commit=${commit}${dirty}" \
   "$@"

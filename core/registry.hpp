@@ -73,16 +73,18 @@ template <class Args>
 const Variant<Args>& select_variant(const char* op, const VariantList<Args>& list,
                                     const Options& o) {
   if (!o.variant.empty()) {
+    for (const Variant<Args>& v : list)
+      if (o.variant == v.name && available(v.dispatch)) return v;
+    // The error lists the offered or the runnable variants (built only here).
     std::string offered, runnable;
-    const Variant<Args>* named = nullptr;
+    bool named = false;
     for (const Variant<Args>& v : list) {
-      if (o.variant == v.name) named = &v;
+      named = named || o.variant == v.name;
       offered += (offered.empty() ? "" : ", ") + std::string(v.name);
       if (available(v.dispatch)) runnable += (runnable.empty() ? "" : ", ") + std::string(v.name);
     }
-    if (named == nullptr) throw_unknown_variant(op, o.variant, offered);
-    if (!available(named->dispatch)) throw_unavailable_variant(op, o.variant, runnable);
-    return *named;
+    if (!named) throw_unknown_variant(op, o.variant, offered);
+    throw_unavailable_variant(op, o.variant, runnable);
   }
   if (o.impl == Impl::reference) return list.back();
   for (const Variant<Args>& v : list)

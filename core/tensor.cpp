@@ -88,6 +88,8 @@ void TensorView::init(const void* data, DType dtype, int rank, const int64_t* sh
   if (data_ == nullptr && count != 0)
     bad_view("null data for " + std::to_string(count) + " elements",
              "a data pointer, or an extent of 0");
+  numel_ = count;
+  span_ = count == 0 ? 0 : static_cast<uintptr_t>(span);
 }
 
 TensorView::TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape) {
@@ -109,12 +111,6 @@ TensorView::TensorView(const void* data, DType dtype, int rank, const int64_t* s
   init(data, dtype, rank, shape, strides);
 }
 
-int64_t TensorView::numel() const noexcept {
-  if (!present_) return 0;
-  int64_t n = 0;
-  return detail::extent_product(shape_.data(), rank_, &n) ? n : 0;  // fits: checked by init
-}
-
 bool TensorView::contiguous() const noexcept {
   int64_t expect = 1;
   for (int d = rank_ - 1; d >= 0; --d) {
@@ -123,15 +119,6 @@ bool TensorView::contiguous() const noexcept {
     expect *= shape_[i];
   }
   return true;
-}
-
-uintptr_t TensorView::byte_lo() const noexcept { return reinterpret_cast<uintptr_t>(data_); }
-
-uintptr_t TensorView::byte_hi() const noexcept {
-  int64_t span = 0;
-  if (numel() == 0 || !layout_span(rank_, shape_.data(), strides_.data(), dtype_, &span))
-    return byte_lo();
-  return byte_lo() + static_cast<uintptr_t>(span);  // fits: checked by init
 }
 
 bool TensorView::overlaps(const TensorView& o) const noexcept {

@@ -43,15 +43,15 @@ class DSV4CPU_API TensorView {
   int rank() const noexcept { return rank_; }
   int64_t size(int dim) const noexcept { return shape_[static_cast<size_t>(dim)]; }
   int64_t stride(int dim) const noexcept { return strides_[static_cast<size_t>(dim)]; }
-  int64_t numel() const noexcept;
+  int64_t numel() const noexcept { return numel_; }
   bool empty() const noexcept { return numel() == 0; }
   bool contiguous() const noexcept;  // C-contiguous (extents of 1 or 0 ignore their stride)
   const void* data() const noexcept { return data_; }
   template <class T>
   const T* ptr() const noexcept { return static_cast<const T*>(data_); }
   // Byte range [lo, hi) the view can address; empty views address nothing.
-  uintptr_t byte_lo() const noexcept;
-  uintptr_t byte_hi() const noexcept;
+  uintptr_t byte_lo() const noexcept { return reinterpret_cast<uintptr_t>(data_); }
+  uintptr_t byte_hi() const noexcept { return byte_lo() + span_; }
   bool overlaps(const TensorView& other) const noexcept;
   // Index element read widened to int64 (I32 or I64 views only); `i` is a multi-index.
   int64_t index_at(std::initializer_list<int64_t> i) const noexcept;
@@ -66,6 +66,8 @@ class DSV4CPU_API TensorView {
   bool present_ = false;
   std::array<int64_t, kMaxRank> shape_{};
   std::array<int64_t, kMaxRank> strides_{};
+  int64_t numel_ = 0;  // set by init: the checks of every call read these
+  uintptr_t span_ = 0;  // bytes addressed past byte_lo(); 0 when empty
 };
 
 // A view an op writes: every output and in-place buffer parameter takes one. It is constructed

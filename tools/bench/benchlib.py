@@ -209,7 +209,10 @@ def load(path):
     if "benchmarks" not in doc:
         raise ValueError(f"{path}: not a Google Benchmark JSON file (no 'benchmarks')")
     benches = {}
-    for row in doc["benchmarks"]:
+    # Registration order: repetitions run interleaved (ci/bench.sh) are written in random order.
+    rows = sorted(doc["benchmarks"], key=lambda r: (r.get("family_index", 0),
+                                                   r.get("per_family_instance_index", 0)))
+    for row in rows:
         if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
             continue
         name = row.get("run_name", row["name"])
