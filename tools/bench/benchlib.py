@@ -145,10 +145,10 @@ class Results:
         return bench.median_bps / roof
 
     def share_samples(self, bench):
-        roof = self.roofline_bps(bench.traffic, bench.threads)
+        roof = self.roofline(bench.traffic, bench.threads)
         if bench.is_roofline or not roof:
             return []
-        return [bps / roof for bps in bench.bytes_per_second]
+        return [bps / r for bps, r in zip(bench.bytes_per_second, roof.bytes_per_second)]
 
     def _reference(self, bench):
         if bench.variant in ("", REFERENCE) or bench.threads != 1 or not bench.checked:
@@ -162,7 +162,7 @@ class Results:
 
     def speedup_samples(self, bench):
         ref = self._reference(bench)
-        return [ref.median_ns / t for t in bench.times_ns] if ref else []
+        return [r / t for r, t in zip(ref.times_ns, bench.times_ns)] if ref else []
 
     def _one_thread(self, bench):
         if bench.threads == 1:
@@ -176,7 +176,7 @@ class Results:
 
     def thread_speedup_samples(self, bench):
         one = self._one_thread(bench)
-        return [one.median_ns / t for t in bench.times_ns] if one else []
+        return [o / t for o, t in zip(one.times_ns, bench.times_ns)] if one else []
 
     def two_threads(self, bench):
         """The two-thread run of a one-thread benchmark, or None."""
@@ -211,7 +211,8 @@ def load(path):
     benches = {}
     # Registration order: repetitions run interleaved (ci/bench.sh) are written in random order.
     rows = sorted(doc["benchmarks"], key=lambda r: (r.get("family_index", 0),
-                                                   r.get("per_family_instance_index", 0)))
+                                                   r.get("per_family_instance_index", 0),
+                                                   r.get("repetition_index", 0)))
     for row in rows:
         if row.get("run_type", "iteration") != "iteration" or row.get("error_occurred"):
             continue
