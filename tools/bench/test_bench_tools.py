@@ -174,6 +174,25 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("REGRESSION (2-thread)", self.line(out, "op_a/hwy/s2/threads:2/real_time"))
 
+    def test_speedup_noise_includes_the_reference(self):
+        # The new run's reference is bimodal (two repetitions at 8800 ns, three at 5600 ns): its
+        # median speedup falls 30%, but the ratios of paired repetitions (22x, 22x, 14x, 14x, 14x)
+        # are not all below the baseline's 20x, so the drop is not told apart from noise.
+        doc = synthetic(cpu="another EPYC")
+        ref = [r for r in doc["benchmarks"] if r["name"] == "op_a/ref/s2"]
+        for r, t in zip(ref, (8800.0, 8800.0, 5600.0, 5600.0, 5600.0)):
+            r["real_time"] = r["cpu_time"] = t
+        a = self.write("a.json", synthetic())
+        b = self.write("b.json", doc)
+        new = benchlib.load(b)
+        opt = new.find("op_a", "hwy", "s2").times_ns
+        self.assertEqual(new.speedup_samples(new.find("op_a", "hwy", "s2")),
+                         [r / t for r, t in zip((8800.0, 8800.0, 5600.0, 5600.0, 5600.0), opt)])
+        rc, out = run(COMPARE, a, b)
+        line = self.line(out, "op_a/hwy/s2")
+        self.assertIn("speedup 20.00->", line)
+        self.assertNotIn("REGRESSION", line)
+
     def test_roof_bound_two_threads_judged_by_their_share(self):
         # s2 runs at 490% of its roof. The 2-thread copy roof scales 1.5x less in the new run and
         # s2's 2-thread time follows it: its 2-thread speedup falls 29%, its share of the 2-thread
