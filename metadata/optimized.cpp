@@ -16,17 +16,11 @@
 namespace dsv4cpu::detail::opt {
 namespace {
 
-// Rows written by plain stores alone (page runs of iota, then -1) do not pay a second thread until
-// the output outgrows the caches: on the reference machine two threads writing the 8 MiB of
-// swa_window_indices at step 8192 took 1.16x the time of one, and stream_write gains 1.07x.
-constexpr int64_t kMinStoreBytesPerThread = int64_t{32} << 20;
-
 // f(lo, hi) over a split of [0, n) into one non-empty contiguous range per thread; `work` output
-// elements (8 bytes each) decide the threads, one per `min_bytes` (core/parallel.hpp).
+// elements (8 bytes each) decide the threads (core/parallel.hpp).
 template <class F>
-void parallel_ranges(int64_t n, int64_t work, const RunContext& ctx, F&& f,
-                     int64_t min_bytes = kMinBytesPerThread) {
-  const int64_t parts = std::min<int64_t>(threads_for(ctx.num_threads, work * 8, min_bytes), n);
+void parallel_ranges(int64_t n, int64_t work, const RunContext& ctx, F&& f) {
+  const int64_t parts = std::min<int64_t>(threads_for(ctx.num_threads, work * 8), n);
   const int64_t q = parts > 0 ? n / parts : 0, rem = parts > 0 ? n % parts : 0;
   parallel_for(parts, static_cast<int>(parts), [&](int64_t i) {
     const int64_t lo = i * q + std::min(i, rem);
@@ -257,18 +251,15 @@ void swa_window_indices(const SwaWindowIndicesArgs& a, const RunContext& ctx) {
   const int64_t W = a.window;
   int64_t* indices = a.indices.ptr<int64_t>();
   int32_t* lens = a.lens.present() ? a.lens.ptr<int32_t>() : nullptr;
-  parallel_ranges(
-      a.T, a.T * W, ctx,
-      [&](int64_t lo, int64_t hi) {
-        for (int64_t t = lo; t < hi; ++t) {
-          const int64_t p = pos(t), start = std::max<int64_t>(p - W + 1, 0), len = p - start + 1;
-          int64_t* row = indices + t * W;
-          page_walk(bt, req(t), a.block_size, start, len, row);
-          std::fill(row + len, row + W, int64_t{-1});
-          if (lens) lens[t] = static_cast<int32_t>(len);
-        }
-      },
-      kMinStoreBytesPerThread);
+  parallel_ranges(a.T, a.T * W, ctx, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t p = pos(t), start = std::max<int64_t>(p - W + 1, 0), len = p - start + 1;
+      int64_t* row = indices + t * W;
+      page_walk(bt, req(t), a.block_size, start, len, row);
+      std::fill(row + len, row + W, int64_t{-1});
+      if (lens) lens[t] = static_cast<int32_t>(len);
+    }
+  });
 }
 
 // §7.1 (either width)

@@ -151,12 +151,13 @@ class Results:
         return [bps / r for bps, r in zip(bench.bytes_per_second, roof.bytes_per_second)]
 
     def _reference(self, bench):
-        if bench.variant in ("", REFERENCE) or bench.threads != 1 or not bench.checked:
+        """The reference run (one thread, checked) of an optimized one-thread run, checked or not."""
+        if bench.variant in ("", REFERENCE) or bench.threads != 1:
             return None
         return self.find(bench.op, REFERENCE, bench.shape)
 
     def speedup(self, bench):
-        """Reference time / this variant's time at the same op and shape (one thread, checked)."""
+        """Reference time (checked) / this variant's time at the same op and shape (one thread)."""
         ref = self._reference(bench)
         return ref.median_ns / bench.median_ns if ref else None
 
@@ -306,8 +307,8 @@ def compare(base, new, threshold=0.10, alpha=0.05):
     """For every benchmark of `new` also in `base` (by op, variant, shape, threads, checks): the
     normalised figures both runs have (share of the matching roof when both runs have that roof,
     the benchmark moves the same bytes per iteration in both and is bound by its roof in the
-    baseline; speedup over the reference; 2-thread speedup unless the one-thread run is bound by its
-    roof in the baseline) and, only between runs on the same
+    baseline; speedup over the reference; 2-thread speedup, for a one-thread run bound by its roof in
+    the baseline only beside a share) and, only between runs on the same
     machine, the raw time. Returns [(new bench, base bench, [Figure])]."""
     raw = same_machine(base, new)
     by_key = {b.key: b for b in base.benches.values() if not b.is_roofline}
@@ -327,10 +328,10 @@ def compare(base, new, threshold=0.10, alpha=0.05):
             figures.append(_judge("speedup", base.speedup(b), new.speedup(n), base.speedup_samples(b),
                                   new.speedup_samples(n), threshold, alpha))
         # A roof-bound op's 2-thread speedup is the roof's own (which varies between runs on a
-        # shared machine); its 2-thread run is judged by its share of the 2-thread roof instead.
+        # shared machine): it is judged only beside the share of the 2-thread roof.
         one = base._one_thread(b)
         one_roof_bound = one is not None and (base.share(one) or 0) >= ROOF_BOUND_SHARE
-        if not one_roof_bound and base.thread_speedup(b) and new.thread_speedup(n):
+        if (not one_roof_bound or figures) and base.thread_speedup(b) and new.thread_speedup(n):
             figures.append(_judge("2-thread", base.thread_speedup(b), new.thread_speedup(n),
                                   base.thread_speedup_samples(b), new.thread_speedup_samples(n),
                                   threshold, alpha))
@@ -342,12 +343,18 @@ def compare(base, new, threshold=0.10, alpha=0.05):
 
 
 def verdict(figures, threshold=0.10):
-    """'REGRESSION (<figures>)', 'faster', 'ok' or '-' (nothing comparable)."""
+    """'REGRESSION (<figures>)' when every judged figure is worse (beyond the threshold and the
+    noise) and one of them is normalised, 'ok (<figures> alone)' when only some are (or the raw
+    time alone), else 'faster', 'ok' or '-' (nothing comparable). A slower benchmark moves all its
+    figures; a roof or a reference measured slower or faster moves only the figure it normalises,
+    and the whole machine only the raw time."""
     if not figures:
         return "-"
     worse = [f.kind for f in figures if f.worse]
-    if worse:
+    if worse and len(worse) == len(figures) and worse != ["time"]:
         return "REGRESSION (" + ", ".join(worse) + ")"
+    if worse:
+        return "ok (" + ", ".join(worse) + " alone)"
     better = any((f.new < f.base * (1 - threshold)) if f.kind == "time" else (f.new > f.base * (1 + threshold))
                  for f in figures)
     return "faster" if better else "ok"
