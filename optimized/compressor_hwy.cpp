@@ -360,10 +360,6 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
   HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c, nullptr, nullptr, 0);
 }
 
-// A copy of 512 KiB (C128, decode 64) ran at 0.87x its one-thread time on two threads of the
-// reference machine, one of 1 MiB (C4, decode 64) at 1.7x: copies split from 512 KiB a thread.
-constexpr int64_t kMinCopyBytesPerThread = int64_t{512} << 10;
-
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= kStreamBytes;

@@ -144,6 +144,10 @@ class Results:
             return None
         return bench.median_bps / roof
 
+    def roof_bound(self, bench):
+        """Whether the benchmark reaches ROOF_BOUND_SHARE of its roof in this run."""
+        return (self.share(bench) or 0) >= ROOF_BOUND_SHARE
+
     def share_samples(self, bench):
         roof = self.roofline(bench.traffic, bench.threads)
         if bench.is_roofline or not roof:
@@ -320,8 +324,8 @@ def compare(base, new, threshold=0.10, alpha=0.05):
         figures = []
         bb, nb = b.bytes_per_iteration, n.bytes_per_iteration
         same_work = bb and nb and abs(bb - nb) <= 0.01 * bb
-        roof_bound = (base.share(b) or 0) >= ROOF_BOUND_SHARE
-        if same_work and roof_bound and b.traffic == n.traffic and new.share(n):
+        share_judged = bool(same_work and base.roof_bound(b) and b.traffic == n.traffic and new.share(n))
+        if share_judged:
             figures.append(_judge("share", base.share(b), new.share(n), base.share_samples(b),
                                   new.share_samples(n), threshold, alpha))
         if base.speedup(b) and new.speedup(n):
@@ -330,8 +334,8 @@ def compare(base, new, threshold=0.10, alpha=0.05):
         # A roof-bound op's 2-thread speedup is the roof's own (which varies between runs on a
         # shared machine): it is judged only beside the share of the 2-thread roof.
         one = base._one_thread(b)
-        one_roof_bound = one is not None and (base.share(one) or 0) >= ROOF_BOUND_SHARE
-        if (not one_roof_bound or figures) and base.thread_speedup(b) and new.thread_speedup(n):
+        if (share_judged or not (one and base.roof_bound(one))) and base.thread_speedup(b) \
+                and new.thread_speedup(n):
             figures.append(_judge("2-thread", base.thread_speedup(b), new.thread_speedup(n),
                                   base.thread_speedup_samples(b), new.thread_speedup_samples(n),
                                   threshold, alpha))

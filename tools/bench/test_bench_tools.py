@@ -255,7 +255,7 @@ class CompareTest(unittest.TestCase):
         victim = next(b.name for b in results.benches.values()
                       if b.variant not in ("", "ref") and b.threads == 1 and b.checked
                       and max(b.times_ns) < 1.25 * min(b.times_ns)
-                      and (results.share(b) or 0) >= benchlib.ROOF_BOUND_SHARE)
+                      and results.roof_bound(b))
         for row in doc["benchmarks"]:
             if row.get("run_name", row["name"]) == victim and row.get("run_type", "iteration") == "iteration":
                 row["real_time"] *= 1.5

@@ -207,21 +207,15 @@ def sample(fn, seconds):
 
 
 def machine():
-    flags = ""
+    """(CPU model, ISA features) from the first processor of /proc/cpuinfo."""
+    fields = {}
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         for line in f:
-            if line.startswith("flags"):
-                flags = line
-                break
-    model = platform.processor()
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    isa = "+".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile")
-                   if f" {f} " in flags.replace("\n", " "))
-    return model, isa
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    flags = fields.get("flags", "").split()
+    isa = "+".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags)
+    return fields.get("model name", platform.processor()), isa
 
 
 def main(argv=None):
