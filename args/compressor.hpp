@@ -109,8 +109,9 @@ namespace opt {
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx);
 void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx);
 // Its rows [n0, n1) on the calling thread; `stream`: non-temporal stores of the slots (outputs far
-// larger than the caches).
-void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream);
+// larger than the caches); `valid` (when not null): row n's count of locals >= 0 at valid[n].
+void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
+                   int32_t* valid);
 // Both heads (a.layout). When ctx.check_finite and an intermediate is not finite, the reference
 // kernel recomputes the call and throws its NonFiniteError (the intermediates are bit-identical).
 void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx);

@@ -9,10 +9,15 @@ namespace {
 constexpr unsigned kFtz = 0x8000u, kDaz = 0x0040u, kRoundingMask = 0x6000u;
 }
 
+// The control word is written only when it changes (a write costs a pipeline drain); the
+// destructor restores the caller's word, status flags included.
 FpEnvGuard::FpEnvGuard() noexcept : saved_(_mm_getcsr()) {
-  _mm_setcsr(saved_ & ~(kFtz | kDaz | kRoundingMask));
+  const unsigned wanted = saved_ & ~(kFtz | kDaz | kRoundingMask);
+  if (wanted != saved_) _mm_setcsr(wanted);
 }
 
-FpEnvGuard::~FpEnvGuard() { _mm_setcsr(saved_); }
+FpEnvGuard::~FpEnvGuard() {
+  if (_mm_getcsr() != saved_) _mm_setcsr(saved_);
+}
 
 }  // namespace dsv4cpu

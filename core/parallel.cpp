@@ -19,6 +19,7 @@ int max_threads(int num_threads) {
 int threads_for(int num_threads, int64_t bytes, int64_t min_bytes) {
   const int64_t override_bytes = g_min_bytes_override.load(std::memory_order_relaxed);
   if (override_bytes >= 0) min_bytes = override_bytes;
+  if (min_bytes > 0 && bytes < 2 * min_bytes) return 1;  // without asking OpenMP
   const int cap = max_threads(num_threads);
   if (min_bytes <= 0) return cap;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, bytes / min_bytes)));

@@ -295,33 +295,19 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
   });
 }
 
-// §8: the compressor's optimized map_local_to_global_slots on blocks of rows; each block's lens
-// are counted from its locals while they are in cache (a slot is >= 0 iff its local is).
+// §8: the compressor's optimized map_local_to_global_slots, which counts each row's locals >= 0
+// (its slots >= 0) into lens as it maps them; rows whose own slot is -1 get 0.
 void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext& ctx) {
-  constexpr int64_t kBlockRows = 8;
-  const int64_t K = a.K, row_stride = a.topk_indices.stride(0);
   const IndexReader own(a.token_slot_mapping);
   int32_t* lens = a.lens.ptr<int32_t>();
   const MapLocalToGlobalSlotsArgs map{
-      a.topk_indices, a.token_to_req, a.block_table, a.block_size, a.indices, a.T, K};
-  const bool stream = a.T * K * 8 >= kStreamBytes;
-  with_data(a.topk_indices, [&](const auto* topk) {
-    using L = std::remove_const_t<std::remove_pointer_t<decltype(topk)>>;
-    using U = std::make_unsigned_t<L>;
-    parallel_ranges(a.T, a.T * K, ctx, [&](int64_t lo, int64_t hi) {
-      for (int64_t t0 = lo; t0 < hi; t0 += kBlockRows) {
-        const int64_t n = std::min(kBlockRows, hi - t0);
-        map_slot_rows(map, t0, t0 + n, stream);
-        for (int64_t t = t0; t < t0 + n; ++t) {
-          const L* row = topk + t * row_stride;
-          U negative = 0;  // sign bits
-          for (int64_t k = 0; k < K; ++k)
-            negative += static_cast<U>(row[k]) >> (8 * sizeof(L) - 1);
-          const bool own_minus_one = a.token_slot_mapping.present() && own(t) == -1;
-          lens[t] = own_minus_one ? 0 : static_cast<int32_t>(K - static_cast<int64_t>(negative));
-        }
-      }
-    });
+      a.topk_indices, a.token_to_req, a.block_table, a.block_size, a.indices, a.T, a.K};
+  const bool stream = a.T * a.K * 8 >= kStreamBytes;
+  parallel_ranges(a.T, a.T * a.K, ctx, [&](int64_t lo, int64_t hi) {
+    map_slot_rows(map, lo, hi, stream, lens);
+    if (a.token_slot_mapping.present())
+      for (int64_t t = lo; t < hi; ++t)
+        if (own(t) == -1) lens[t] = 0;
   });
 }
 

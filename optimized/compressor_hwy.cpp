@@ -57,9 +57,6 @@ void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool strea
   if (stream) hwy::FlushStream();
 }
 
-// compressor.md §4.1 for one row of K locals of the table's own width T with P = 2^shift: the
-// entries gathered by column (lanes of negative locals gather column 0 and write -1), widened to
-// the int64 slots entry·P + l % P; `stream`: non-temporal stores (when the row is aligned).
 // compressor.md §4.1 for one local l of a block-table row, P = 2^shift.
 template <class TL, class TB>
 HWY_INLINE int64_t SlotOf(TL l, const TB* row, int shift) {
@@ -68,10 +65,14 @@ HWY_INLINE int64_t SlotOf(TL l, const TB* row, int shift) {
                      (l & static_cast<TL>((int64_t{1} << shift) - 1));
 }
 
+// compressor.md §4.1 for one row of K locals of the table's own width T with P = 2^shift: the
+// entries gathered by column (lanes of negative locals gather column 0 and write -1), widened to
+// the int64 slots entry·P + l % P; `stream`: non-temporal stores (when the row is aligned).
+// Returns the number of locals >= 0.
 template <class T>
-void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row, int64_t MB,
-                  int shift, int64_t* HWY_RESTRICT out, bool stream) {
-  int64_t k = 0;
+int64_t MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row, int64_t MB,
+                     int shift, int64_t* HWY_RESTRICT out, bool stream) {
+  int64_t k = 0, negatives = 0;
 #if HWY_TARGET != HWY_SCALAR
   const hn::ScalableTag<T> d;
   const hn::ScalableTag<int64_t> d64;
@@ -80,8 +81,10 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
   const auto minus_one = hn::Set(d64, -1);
   const auto align = static_cast<uintptr_t>(hn::Lanes(d64) * 8);
   if (stream)  // up to the first aligned slot one by one (rows of 8-byte slots)
-    for (; k < K && reinterpret_cast<uintptr_t>(out + k) % align != 0; ++k)
+    for (; k < K && reinterpret_cast<uintptr_t>(out + k) % align != 0; ++k) {
       out[k] = SlotOf(l[k], row, shift);
+      negatives += l[k] < 0;
+    }
   const auto slots = [&](auto entry, auto local, int64_t* to) {  // int64 lanes
     const auto slot =
         hn::IfThenElse(hn::Lt(local, hn::Zero(d64)), minus_one,
@@ -117,6 +120,7 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
   for (; k + N <= K; k += N) {
     const auto v = hn::LoadU(d, l + k);
     const auto negative = hn::Lt(v, hn::Zero(d));
+    negatives += static_cast<int64_t>(hn::CountTrue(d, negative));
     const auto col = hn::IfThenZeroElse(negative, hn::ShiftRightSame(v, shift));
     const auto entry =
         window >= 0
@@ -137,28 +141,41 @@ void MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT row,
 #endif
   (void)stream;
   (void)MB;
-  for (; k < K; ++k) out[k] = SlotOf(l[k], row, shift);
+  for (; k < K; ++k) {
+    out[k] = SlotOf(l[k], row, shift);
+    negatives += l[k] < 0;
+  }
+  return K - negatives;
 }
 
 // compressor.md §4.1 for rows [n0, n1), with the element types as template arguments: a vector
 // gather when the locals and the table share their width and P is a power of two, else a shift
-// (power-of-two P) or a division per element.
+// (power-of-two P) or a division per element. `valid` (when not null): each row's count of locals
+// >= 0 at valid[n].
 template <class TL, class TB>
-void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
+void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
+              int32_t* valid) {
   const TL* local = a.local_indices.ptr<const TL>();
   const TB* bt = a.block_table.ptr<const TB>();
   const int64_t ls = a.local_indices.stride(0), bs = a.block_table.stride(0), K = a.K;
   const int64_t P = a.block_size;
   const IndexReader req(a.req_idx);
   int64_t* out = a.slots.ptr<int64_t>();
+  const auto count = [&](int64_t n, int64_t c) {
+    if (valid) valid[n] = static_cast<int32_t>(c);
+  };
   if ((P & (P - 1)) == 0) {
     int shift = 0;
     while ((int64_t{1} << shift) < P) ++shift;
     if constexpr (std::is_same_v<TL, TB>) {
       if (a.block_table.size(1) >= 1) {
-        for (int64_t n = n0; n < n1; ++n)
-          MapRowGather(local + n * ls, K, bt + req(n) * bs, a.block_table.size(1), shift,
-                       out + n * K, stream);
+        for (int64_t n = n0; n < n1; ++n) {
+          // The next row's locals are fetched while this row's slots are stored.
+          if (n + 1 < n1)
+            for (int64_t k = 0; k < K; k += 64 / sizeof(TL)) hwy::Prefetch(local + (n + 1) * ls + k);
+          count(n, MapRowGather(local + n * ls, K, bt + req(n) * bs, a.block_table.size(1), shift,
+                                out + n * K, stream));
+        }
         if (stream) hwy::FlushStream();
         return;
       }
@@ -166,27 +183,36 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool s
     for (int64_t n = n0; n < n1; ++n) {
       const TB* row = bt + req(n) * bs;
       const TL* l = local + n * ls;
-      for (int64_t k = 0; k < K; ++k) out[n * K + k] = SlotOf(l[k], row, shift);
+      int64_t c = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        out[n * K + k] = SlotOf(l[k], row, shift);
+        c += l[k] >= 0;
+      }
+      count(n, c);
     }
     return;
   }
   for (int64_t n = n0; n < n1; ++n) {
     const TB* row = bt + req(n) * bs;
     const TL* l = local + n * ls;
+    int64_t c = 0;
     for (int64_t k = 0; k < K; ++k) {
       const int64_t v = l[k];
       out[n * K + k] = v < 0 ? -1 : static_cast<int64_t>(row[v / P]) * P + v % P;
+      c += v >= 0;
     }
+    count(n, c);
   }
 }
 
-void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
+void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
+             int32_t* valid) {
   const bool l64 = a.local_indices.dtype() == DType::I64;
   const bool b64 = a.block_table.dtype() == DType::I64;
-  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1, stream);
-  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1, stream);
-  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1, stream);
-  MapRowsT<int32_t, int32_t>(a, n0, n1, stream);
+  if (l64 && b64) return MapRowsT<int64_t, int64_t>(a, n0, n1, stream, valid);
+  if (l64) return MapRowsT<int64_t, int32_t>(a, n0, n1, stream, valid);
+  if (b64) return MapRowsT<int32_t, int64_t>(a, n0, n1, stream, valid);
+  MapRowsT<int32_t, int32_t>(a, n0, n1, stream, valid);
 }
 
 // numerics.md §8.4 for channels [d0, d1) over the `valid` window rows kv[j], score[j] (ascending
@@ -367,14 +393,15 @@ void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) 
                   [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, stream && ctx.check_finite); });
 }
 
-void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream) {
-  HWY_DYNAMIC_DISPATCH(MapRows)(a, n0, n1, stream);
+void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
+                   int32_t* valid) {
+  HWY_DYNAMIC_DISPATCH(MapRows)(a, n0, n1, stream, valid);
 }
 
 void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx) {
   const bool stream = a.N * a.K * 8 >= kStreamBytes;
   parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.K * 16),
-                  [&](int64_t n0, int64_t n1) { map_slot_rows(a, n0, n1, stream); });
+                  [&](int64_t n0, int64_t n1) { map_slot_rows(a, n0, n1, stream, nullptr); });
 }
 
 void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx) {
