@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -23,10 +24,13 @@ const VariantList<Args>& variants() {
   return *list;
 }
 
-// Runs `validate` then the selected variant with the FP environment of numerics.md §9.
+// Runs `validate` then the selected variant with the FP environment of numerics.md §9 (ops on
+// indices only: the caller's).
 template <class Args, class Validate>
 void run_op(const char* op, Args& args, const Options& o, Validate&& validate) {
-  FpEnvGuard guard;
+  struct CallerFpEnv {};
+  const std::conditional_t<IndicesOnly<Args>::value, CallerFpEnv, FpEnvGuard> guard;
+  (void)guard;
   const Variant<Args>& v = select_variant(op, variants<Args>(), o);
   validate(args, o);
   v.run(args, RunContext{o.check_finite, o.num_threads});

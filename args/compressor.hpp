@@ -22,6 +22,7 @@ struct SavePartialStatesArgs {
 };
 
 struct MapLocalToGlobalSlotsArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView local_indices, req_idx, block_table;
   int64_t block_size;
   MutableTensorView slots;
@@ -30,6 +31,7 @@ struct MapLocalToGlobalSlotsArgs {
 };
 
 struct CompressorWindowSlotsArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView positions, token_to_req, block_table;
   int64_t block_size, compress_ratio;
   bool overlap;

@@ -93,6 +93,7 @@ struct TopkTransformArgs {
 };
 
 struct ShortContextTopkArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView positions;
   MutableTensorView topk_indices;
   int64_t T = 0;

@@ -13,6 +13,7 @@
 namespace dsv4cpu::detail {
 
 struct TokenPositionsArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView query_start_loc, seq_lens;
   MutableTensorView positions, token_to_req;
   // Derived by validation.
@@ -20,6 +21,7 @@ struct TokenPositionsArgs {
 };
 
 struct SlotMappingArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView positions, token_to_req, block_table;
   int64_t block_size;
   MutableTensorView slot_mapping;
@@ -28,6 +30,7 @@ struct SlotMappingArgs {
 };
 
 struct SplitDecodesAndPrefillsArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView query_start_loc;
   int64_t threshold;
   DecodePrefillSplit* result;
@@ -36,6 +39,7 @@ struct SplitDecodesAndPrefillsArgs {
 };
 
 struct CompressedSlotMappingArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView query_start_loc, seq_lens, block_table;
   int64_t compress_ratio, block_size;
   TensorView token_slot_mapping;
@@ -45,6 +49,7 @@ struct CompressedSlotMappingArgs {
 };
 
 struct SwaWindowIndicesArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView positions, token_to_req, block_table;
   int64_t window, block_size;
   MutableTensorView indices, lens;
@@ -54,6 +59,7 @@ struct SwaWindowIndicesArgs {
 
 // §7.1 in both widths: ceil(max_model_len / 128) (c128a_topk_indices) or the compact width.
 struct C128aTopkIndicesArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView positions, token_to_req, block_table;
   int64_t block_size;
   MutableTensorView indices;
@@ -64,6 +70,7 @@ struct C128aTopkIndicesArgs {
 };
 
 struct C128aDecodeMetadataArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView positions, token_to_req, block_table;
   int64_t max_model_len, block_size, num_decode_tokens;
   TensorView token_slot_mapping;
@@ -73,6 +80,7 @@ struct C128aDecodeMetadataArgs {
 };
 
 struct C4aGlobalTopkIndicesArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView topk_indices, token_to_req, block_table;
   int64_t block_size;
   TensorView token_slot_mapping;
@@ -82,6 +90,7 @@ struct C4aGlobalTopkIndicesArgs {
 };
 
 struct IndexerMetadataArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView query_start_loc, seq_lens, block_table;
   int64_t block_size, next_n;
   MutableTensorView slot_mapping;
@@ -91,6 +100,7 @@ struct IndexerMetadataArgs {
 };
 
 struct SplitIndexerPrefillChunksArgs {
+  static constexpr bool kIndicesOnly = true;
   TensorView compressed_lens, query_lens;
   int64_t workspace, max_logits_bytes, request_offset;
   std::vector<PrefillChunk>* result;
@@ -99,6 +109,7 @@ struct SplitIndexerPrefillChunksArgs {
 };
 
 struct BuildTileSchedulerArgs {
+  static constexpr bool kIndicesOnly = true;
   std::string_view layer_kind;
   std::string* result;
 };

@@ -2,7 +2,9 @@
 // argument pack, reference last and always available, selected per call from Options. The lists
 // themselves, the op listing and the call path live in api/registry.hpp and api/registry.cpp.
 #pragma once
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -10,6 +12,15 @@
 #include "dsv4cpu/options.hpp"
 
 namespace dsv4cpu::detail {
+
+// An argument pack whose op computes on indices only declares
+//   static constexpr bool kIndicesOnly = true;
+// its calls then run in the caller's FP environment: nothing they compute depends on it.
+template <class Args, class = void>
+struct IndicesOnly : std::false_type {};
+template <class Args>
+struct IndicesOnly<Args, std::void_t<decltype(Args::kIndicesOnly)>>
+    : std::bool_constant<Args::kIndicesOnly> {};
 
 struct RunContext {
   bool check_finite = true;
@@ -74,7 +85,7 @@ const Variant<Args>& select_variant(const char* op, const VariantList<Args>& lis
                                     const Options& o) {
   if (!o.variant.empty()) {
     for (const Variant<Args>& v : list)
-      if (o.variant == v.name && available(v.dispatch)) return v;
+      if (std::strcmp(o.variant.c_str(), v.name) == 0 && available(v.dispatch)) return v;
     // The error lists the offered or the runnable variants (built only here).
     std::string offered, runnable;
     bool named = false;
