@@ -78,17 +78,15 @@ int64_t MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT r
   const hn::ScalableTag<int64_t> d64;
   const auto N = static_cast<int64_t>(hn::Lanes(d));
   const auto offset = hn::Set(d64, (int64_t{1} << shift) - 1);
-  const auto minus_one = hn::Set(d64, -1);
   const auto align = static_cast<uintptr_t>(hn::Lanes(d64) * 8);
   if (stream)  // up to the first aligned slot one by one (rows of 8-byte slots)
     for (; k < K && reinterpret_cast<uintptr_t>(out + k) % align != 0; ++k) {
       out[k] = SlotOf(l[k], row, shift);
       negatives += l[k] < 0;
     }
-  const auto slots = [&](auto entry, auto local, int64_t* to) {  // int64 lanes
-    const auto slot =
-        hn::IfThenElse(hn::Lt(local, hn::Zero(d64)), minus_one,
-                       hn::Or(hn::ShiftLeftSame(entry, shift), hn::And(local, offset)));
+  // int64 lanes; a negative local comes with entry and local -1, whose slot is -1.
+  const auto slots = [&](auto entry, auto local, int64_t* to) {
+    const auto slot = hn::OrAnd(hn::ShiftLeftSame(entry, shift), local, offset);
     if (stream)
       hn::Stream(slot, d64, to);
     else
@@ -117,16 +115,20 @@ int64_t MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT r
     window = std::min<int64_t>(static_cast<int64_t>(lo >> shift), MB - N);
   const auto table = window >= 0 ? hn::LoadU(d, row + window) : hn::Zero(d);
   const auto first = hn::Set(d, static_cast<T>(std::max<int64_t>(window, 0)));
+  const auto minus_one = hn::Set(d, T{-1});
+  auto negative_lanes = hn::Zero(d);  // per lane, the negative locals it has seen
   for (; k + N <= K; k += N) {
-    const auto v = hn::LoadU(d, l + k);
-    const auto negative = hn::Lt(v, hn::Zero(d));
-    negatives += static_cast<int64_t>(hn::CountTrue(d, negative));
-    const auto col = hn::IfThenZeroElse(negative, hn::ShiftRightSame(v, shift));
-    const auto entry =
+    const auto local = hn::LoadU(d, l + k);
+    const auto negative = hn::Lt(local, hn::Zero(d));
+    negative_lanes = hn::Sub(negative_lanes, hn::VecFromMask(d, negative));
+    const auto col = hn::IfThenZeroElse(negative, hn::ShiftRightSame(local, shift));
+    const auto entry = hn::IfThenElse(
+        negative, minus_one,
         window >= 0
             ? hn::TableLookupLanes(
                   table, hn::IndicesFromVec(d, hn::IfThenZeroElse(negative, hn::Sub(col, first))))
-            : hn::GatherIndex(d, row, col);
+            : hn::GatherIndex(d, row, col));
+    const auto v = hn::IfThenElse(negative, minus_one, local);
     if constexpr (sizeof(T) == 8) {
       slots(entry, v, out + k);
     } else {
@@ -138,6 +140,7 @@ int64_t MapRowGather(const T* HWY_RESTRICT l, int64_t K, const T* HWY_RESTRICT r
             out + k + N64);
     }
   }
+  negatives += static_cast<int64_t>(hn::GetLane(hn::SumOfLanes(d, negative_lanes)));
 #endif
   (void)stream;
   (void)MB;
@@ -169,10 +172,14 @@ void MapRowsT(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool s
     while ((int64_t{1} << shift) < P) ++shift;
     if constexpr (std::is_same_v<TL, TB>) {
       if (a.block_table.size(1) >= 1) {
-        for (int64_t n = n0; n < n1; ++n) {
-          // The next row's locals are fetched while this row's slots are stored.
-          if (n + 1 < n1)
-            for (int64_t k = 0; k < K; k += 64 / sizeof(TL)) hwy::Prefetch(local + (n + 1) * ls + k);
+        // Outputs far larger than the caches (`stream`) are written last row first: the locals
+        // the validation has just read in ascending order are still cached from the end. The
+        // next row's locals are fetched while this row's slots are stored.
+        for (int64_t i = n0; i < n1; ++i) {
+          const int64_t n = stream ? n1 - 1 - (i - n0) : i;
+          const int64_t next = stream ? n - 1 : n + 1;
+          if (next >= n0 && next < n1)
+            for (int64_t k = 0; k < K; k += 64 / sizeof(TL)) hwy::Prefetch(local + next * ls + k);
           count(n, MapRowGather(local + n * ls, K, bt + req(n) * bs, a.block_table.size(1), shift,
                                 out + n * K, stream));
         }
