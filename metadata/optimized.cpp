@@ -3,7 +3,6 @@
 // element, rows are filled in runs, and large steps split their tokens over OpenMP threads (each
 // output element is written by exactly one thread, so results do not depend on the count).
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 #include "args/compressor.hpp"

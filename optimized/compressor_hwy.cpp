@@ -396,8 +396,9 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= kStreamBytes;
+  const bool descending = stream && ctx.check_finite;
   parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16, kMinCopyBytesPerThread),
-                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, stream && ctx.check_finite); });
+                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, descending); });
 }
 
 void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
