@@ -228,6 +228,8 @@ void MapRows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool st
 //   block's max, den and acc in registers;
 // - long windows (C128A, 128 rows): rows outer, each row's contiguous channel range streamed once
 //   per pass (hardware prefetch follows it), max, den and acc in an L1-resident scratch.
+// The exponent's argument RN(s − m) is ≤ 0 (ExpLib<true>), except in a channel whose scores hold
+// a NaN, which the vector max can skip; that channel's den and c are NaN whatever e is.
 constexpr size_t kBlockVectors = 4;
 constexpr size_t kShortWindow = 16;
 constexpr size_t kLineFloats = 64 / sizeof(float);  // one cache line
@@ -256,7 +258,7 @@ void PoolShort(const float* const* kv, const float* const* score, size_t valid, 
           __builtin_prefetch(next_kv[j] + base + off, 0, 2);
         }
       for (size_t u = 0; u < kBlockVectors; ++u) {
-        const VF e = ExpLib(hn::Sub(hn::LoadU(d, score[j] + base + u * N), m[u]));
+        const VF e = ExpLib<true>(hn::Sub(hn::LoadU(d, score[j] + base + u * N), m[u]));
         den[u] = hn::Add(den[u], e);
         acc[u] = Fma(e, hn::LoadU(d, kv[j] + base + u * N), acc[u]);
       }
@@ -287,7 +289,7 @@ void PoolLong(const float* const* kv, const float* const* score, size_t valid, s
     if (j + kRowsAhead < valid)
       for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(kv[j + kRowsAhead] + d0 + i);
     for (size_t i = 0; i < n; i += N) {
-      const VF e = ExpLib(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
+      const VF e = ExpLib<true>(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
       hn::Store(hn::Add(hn::Load(d, den + i), e), d, den + i);
       hn::Store(Fma(e, hn::LoadU(d, kv[j] + d0 + i), hn::Load(d, acc + i)), d, acc + i);
     }

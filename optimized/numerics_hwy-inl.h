@@ -57,6 +57,9 @@ HWY_INLINE VF SetBits(uint32_t bits) {
 // (u·2^k1 is exact), so vectors whose lanes all lie there add k to u's exponent; any other lane
 // (subnormal or overflowing results, the special cases, where out-of-range lanes compute harmless
 // garbage before being overwritten) sends the vector through the spec's two-step form.
+// kNonPositive: the caller guarantees x ≤ 0 or NaN (every softmax argument RN(s − max), §8.4 and
+// attention.md §2.5), so k ≤ 0 and the range test needs only its lower bound.
+template <bool kNonPositive = false>
 HWY_INLINE VF ExpLib(VF x) {
   using namespace exp_consts;
   const DF d;
@@ -75,12 +78,18 @@ HWY_INLINE VF ExpLib(VF x) {
   u = Fma(hn::Mul(r, r), u, r);
   u = hn::Add(hn::Set(d, 1.0f), u);
   const VU kb = hn::BitCast(du, t);
-  const VU k125 = hn::Sub(kb, hn::Set(du, kMagicBits - 125u));  // k + 125, unsigned
   // u lies in [0.70, 1.42]: for k in [−125, 127] u·2^k is normal, and adding k to u's exponent
-  // field gives its bits.
-  if (HWY_LIKELY(hn::AllTrue(du, hn::Lt(k125, hn::Set(du, 253u)))))
-    return hn::BitCast(
-        d, hn::Add(hn::BitCast(du, u), hn::ShiftLeft<23>(hn::Sub(kb, hn::Set(du, kMagicBits)))));
+  // field gives its bits; kMagicBits·2^23 ≡ 0 (mod 2^32), so kb << 23 is k << 23.
+  static_assert((kMagicBits << 23) == 0u, "the magic constant must vanish in the exponent shift");
+  bool in_range;
+  if constexpr (kNonPositive) {
+    in_range = hn::AllTrue(d, hn::Ge(t, SetBits(kMagicBits - 125u)));  // k ≥ −125; NaN fails
+  } else {
+    const VU k125 = hn::Sub(kb, hn::Set(du, kMagicBits - 125u));  // k + 125, unsigned
+    in_range = hn::AllTrue(du, hn::Lt(k125, hn::Set(du, 253u)));
+  }
+  if (HWY_LIKELY(in_range))
+    return hn::BitCast(d, hn::Add(hn::BitCast(du, u), hn::ShiftLeft<23>(kb)));
   // kMagicBits is even: kb >> 1 = kMagicBits/2 + floor(k/2).
   const VU k1 = hn::ShiftRight<1>(kb);
   const VU k2 = hn::Sub(kb, k1);  // kMagicBits/2 + k − floor(k/2)

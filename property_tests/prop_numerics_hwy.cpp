@@ -19,6 +19,12 @@ void ExpN(const float* x, uint32_t* y, size_t n) {
   for (size_t i = 0; i < n; i += hn::Lanes(d))
     hn::StoreU(hn::BitCast(DU(), ExpLib(hn::LoadU(d, x + i))), DU(), y + i);
 }
+// x ≤ 0 or NaN only.
+void ExpNonPositiveN(const float* x, uint32_t* y, size_t n) {
+  const DF d;
+  for (size_t i = 0; i < n; i += hn::Lanes(d))
+    hn::StoreU(hn::BitCast(DU(), ExpLib<true>(hn::LoadU(d, x + i))), DU(), y + i);
+}
 void FmaN(const float* a, const float* b, const float* c, uint32_t* y, size_t n) {
   const DF d;
   for (size_t i = 0; i < n; i += hn::Lanes(d))
@@ -57,6 +63,7 @@ HWY_AFTER_NAMESPACE();
 
 namespace dsv4cpu::detail::opt {
 HWY_EXPORT(ExpN);
+HWY_EXPORT(ExpNonPositiveN);
 HWY_EXPORT(FmaN);
 HWY_EXPORT(Bf16N);
 HWY_EXPORT(E4m3N);
@@ -92,6 +99,24 @@ void assert_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& 
               std::to_string(got[i]) + ", scalar " + std::to_string(want[i]));
 }
 
+// exp_lib of x lane by lane on every target, by both vector forms: the general one on x, the one
+// for softmax arguments on x with its sign bit set (x ≤ 0 or NaN).
+void check_exp(const std::vector<float>& x) {
+  std::vector<float> nonpositive(x.size());
+  for (size_t i = 0; i < x.size(); ++i) nonpositive[i] = f32_from_bits(f32_bits(x[i]) | 0x80000000u);
+  std::vector<uint32_t> want(x.size()), want_np(x.size()), got(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    want[i] = f32_bits(exp_lib(x[i]));
+    want_np[i] = f32_bits(exp_lib(nonpositive[i]));
+  }
+  for_each_target([&](const std::string& target) {
+    HWY_DYNAMIC_DISPATCH(detail::opt::ExpN)(x.data(), got.data(), x.size());
+    assert_bits(got, want, x, "exp_lib on " + target);
+    HWY_DYNAMIC_DISPATCH(detail::opt::ExpNonPositiveN)(nonpositive.data(), got.data(), x.size());
+    assert_bits(got, want_np, nonpositive, "exp_lib (x <= 0) on " + target);
+  });
+}
+
 // A float drawn from a mixture: any bit pattern, a uniform value in [lo, hi], or a value a few
 // ulps from a point p.
 float any_bits(std::mt19937_64& rng) { return f32_from_bits(static_cast<uint32_t>(rng())); }
@@ -116,12 +141,7 @@ RC_GTEST_PROP(NumericsHwy, ExpLibLanesEqualScalar, ()) {
       default: v = near(rng, rng() % 2 ? -104.0f : f32_from_bits(exp_consts::kOverflowBits));
     }
   }
-  std::vector<uint32_t> want(kValues), got(kValues);
-  for (size_t i = 0; i < kValues; ++i) want[i] = f32_bits(exp_lib(x[i]));
-  for_each_target([&](const std::string& target) {
-    HWY_DYNAMIC_DISPATCH(detail::opt::ExpN)(x.data(), got.data(), kValues);
-    assert_bits(got, want, x, "exp_lib on " + target);
-  });
+  check_exp(x);
 }
 
 // Whole vectors of values whose k = rint(x·L2E) lies at an edge of the one-multiply range
@@ -137,12 +157,7 @@ RC_GTEST_PROP(NumericsHwy, ExpLibScalingEdgesEqualScalar, ()) {
     const float edge = edges[rng() % 8] * kLn2;
     for (size_t j = i; j < i + 16; ++j) x[j] = near(rng, edge + uniform(rng, -0.3f, 0.3f));
   }
-  std::vector<uint32_t> want(kValues), got(kValues);
-  for (size_t i = 0; i < kValues; ++i) want[i] = f32_bits(exp_lib(x[i]));
-  for_each_target([&](const std::string& target) {
-    HWY_DYNAMIC_DISPATCH(detail::opt::ExpN)(x.data(), got.data(), kValues);
-    assert_bits(got, want, x, "exp_lib on " + target);
-  });
+  check_exp(x);
 }
 
 RC_GTEST_PROP(NumericsHwy, FmaIsOneRounding, ()) {
