@@ -57,8 +57,8 @@ HWY_INLINE VF SetBits(uint32_t bits) {
 // (u·2^k1 is exact), so vectors whose lanes all lie there add k to u's exponent; any other lane
 // (subnormal or overflowing results, the special cases, where out-of-range lanes compute harmless
 // garbage before being overwritten) sends the vector through the spec's two-step form.
-// kNonPositive: the caller guarantees x ≤ 0 or NaN (every softmax argument RN(s − max), §8.4 and
-// attention.md §2.5), so k ≤ 0 and the range test needs only its lower bound.
+// kNonPositive: for arguments ≤ 0 or NaN, as RN(s − max) of the §8.4 pooling is, so that k ≤ 0 and
+// the range test needs only its lower bound; a lane above 88 would come out wrong.
 template <bool kNonPositive = false>
 HWY_INLINE VF ExpLib(VF x) {
   using namespace exp_consts;

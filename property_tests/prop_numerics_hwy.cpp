@@ -103,7 +103,8 @@ void assert_bits(const std::vector<uint32_t>& got, const std::vector<uint32_t>& 
 // for softmax arguments on x with its sign bit set (x ≤ 0 or NaN).
 void check_exp(const std::vector<float>& x) {
   std::vector<float> nonpositive(x.size());
-  for (size_t i = 0; i < x.size(); ++i) nonpositive[i] = f32_from_bits(f32_bits(x[i]) | 0x80000000u);
+  for (size_t i = 0; i < x.size(); ++i)
+    nonpositive[i] = f32_from_bits(f32_bits(x[i]) | 0x80000000u);
   std::vector<uint32_t> want(x.size()), want_np(x.size()), got(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     want[i] = f32_bits(exp_lib(x[i]));
