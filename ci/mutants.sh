@@ -130,13 +130,13 @@ for p in "${patches[@]}"; do
   files=$(sed -n 's|^+++ b/||p' "$p")
   result=killed
   why=""
-  if ! patch -d "$src" -p1 --dry-run -s -f < "$p" > "$log" 2>&1; then
+  if ! patch -d "$src" -p1 --fuzz=0 --dry-run -s -f < "$p" > "$log" 2>&1; then
     result=stale
     why="patch no longer applies"
   else
     for f in $files; do cp "$src/$f" "$scratch/$(echo "$f" | tr / _).orig"; done
     restore=($files)
-    patch -d "$src" -p1 -s -f < "$p" >> "$log" 2>&1
+    patch -d "$src" -p1 --fuzz=0 -s -f < "$p" >> "$log" 2>&1
     # shellcheck disable=SC2046
     if ! cmake --build "$bld" -j "$jobs" --target dsv4cpu-verify $(family_targets "$family") \
          >> "$log" 2>&1; then

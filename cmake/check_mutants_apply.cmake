@@ -1,5 +1,6 @@
 # ctest mutants_apply: every patch of the mutation catalogue (ci/mutants/*.patch, ci/mutants.sh)
-# still applies to the tree (patch --dry-run, nothing is written) and names its bug and family.
+# still applies to the tree with its context exact (patch --fuzz=0 --dry-run, nothing is written;
+# a patch applied with fuzz may plant its bug elsewhere) and names its bug and family.
 # -DSOURCE=<project source dir> -DPATCH=<patch program>
 file(GLOB patches "${SOURCE}/ci/mutants/*.patch")
 list(LENGTH patches count)
@@ -13,7 +14,7 @@ foreach(p IN LISTS patches)
   if(NOT header MATCHES "^# mutant: .*;# family: [a-z_]+$")
     string(APPEND failures "\n  ${name}: the first two lines must be '# mutant: ...' and '# family: ...'")
   endif()
-  execute_process(COMMAND "${PATCH}" -p1 --dry-run -s -f -d "${SOURCE}" -i "${p}"
+  execute_process(COMMAND "${PATCH}" -p1 --fuzz=0 --dry-run -s -f -d "${SOURCE}" -i "${p}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
     string(APPEND failures "\n  ${name}: no longer applies: ${out}")
