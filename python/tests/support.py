@@ -54,6 +54,9 @@ def conformance(*args):
 def verify(*args):
     """dsv4cpu-verify ARGS: (status, stdout lines)."""
     if not os.path.exists(VERIFY):
-        pytest.fail(f"dsv4cpu-verify not found at {VERIFY} (set DSV4CPU_VERIFY)")
+        if os.environ.get("DSV4CPU_VERIFY"):
+            pytest.fail(f"dsv4cpu-verify not found at {VERIFY} (DSV4CPU_VERIFY)")
+        pytest.skip(f"no dsv4cpu-verify at {VERIFY}: build the release preset or set "
+                    f"DSV4CPU_VERIFY")
     status, out = run([VERIFY, *args])
     return status, out.rstrip("\n").split("\n")
