@@ -24,8 +24,8 @@ file(WRITE "${wheel}/lib/libc10.so" "")
 file(WRITE "${wheel}/version.py" "__version__ = '2.15.0+cu130'\n")
 # Debian: /usr/include and versioned libraries behind a symbolic link.
 set(debian "${WORK_DIR}/usr")
-file(WRITE "${debian}/include/torch/version.h"
-     "#define TORCH_VERSION_MAJOR 1\n#define TORCH_VERSION_MINOR 13\n#define TORCH_VERSION_PATCH 0\n")
+file(WRITE "${debian}/include/torch/version.h" "#define TORCH_VERSION_MAJOR 1\n"
+     "#define TORCH_VERSION_MINOR 13\n#define TORCH_VERSION_PATCH 0\n")
 file(WRITE "${debian}/lib/libtorch_cpu.so.1.13.0" "")
 file(CREATE_LINK libtorch_cpu.so.1.13.0 "${debian}/lib/libtorch_cpu.so" SYMBOLIC)
 
@@ -50,7 +50,7 @@ expect(wheel 0 ""
 expect(debian 0 ""
        HEADERS "${debian}/include" LIBRARIES "${debian}/lib/libtorch_cpu.so" PYTHON 1.13.0a0)
 expect(wheel_headers_debian_library 1
-       "torch headers 2.15.0 \\(${h}\\) and torch library 1.13.0 \\(${debian}/lib/libtorch_cpu.so\\)"
+       "headers 2.15.0 \\(${h}\\) and torch library 1.13.0 \\(${debian}/lib/libtorch_cpu.so\\)"
        HEADERS "${wheel}/include" LIBRARIES "${wheel}/lib/libc10.so;${debian}/lib/libtorch_cpu.so")
 expect(other_interpreter 1 "torch headers 2.15.0 \\(${h}\\) and the torch 2.13.0\\+cu130"
        HEADERS "${wheel}/include" LIBRARIES "${wheel}/lib/libc10.so" PYTHON 2.13.0+cu130)

@@ -22,19 +22,24 @@ list(GET torch_info 1 torch_abi)
 list(GET torch_info 2 Torch_VERSION)
 list(GET torch_info 3 torch_cmake_dir)
 
+# The standard torch's own package asks of its consumers: `CXX_STANDARD 20` or
+# `target_compile_features(torch INTERFACE cxx_std_20)` in its TorchConfig.cmake.
 set(torch_cxx_standard 17)
 if(EXISTS "${torch_cmake_dir}/Torch/TorchConfig.cmake")
-  file(STRINGS "${torch_cmake_dir}/Torch/TorchConfig.cmake" torch_standard
-       REGEX "CXX_STANDARD [0-9]+")
-  if(torch_standard MATCHES "CXX_STANDARD ([0-9]+)" AND CMAKE_MATCH_1 GREATER 17)
-    set(torch_cxx_standard ${CMAKE_MATCH_1})
-  endif()
+  file(STRINGS "${torch_cmake_dir}/Torch/TorchConfig.cmake" torch_standards
+       REGEX "CXX_STANDARD [0-9]+|cxx_std_[0-9]+")
+  foreach(line IN LISTS torch_standards)
+    string(REGEX MATCH "[0-9]+" standard "${line}")
+    if(standard GREATER torch_cxx_standard)
+      set(torch_cxx_standard ${standard})
+    endif()
+  endforeach()
 endif()
 
 set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI=${torch_abi}")
 set(TORCH_INCLUDE_DIRS "${torch_root}/include" "${torch_root}/include/torch/csrc/api/include")
-set(TORCH_LIBRARIES
-    "${torch_root}/lib/libtorch.so" "${torch_root}/lib/libtorch_cpu.so" "${torch_root}/lib/libc10.so")
+set(TORCH_LIBRARIES "${torch_root}/lib/libtorch.so" "${torch_root}/lib/libtorch_cpu.so"
+                    "${torch_root}/lib/libc10.so")
 if(NOT TARGET torch)
   add_library(torch INTERFACE IMPORTED)
   set_target_properties(torch PROPERTIES
