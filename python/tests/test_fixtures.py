@@ -42,7 +42,8 @@ def test_round_trip_every_dtype(tmp_path):
                           "flag": "1", "mode": "vllm"}
     assert sorted(f.tensors) == sorted(list(tensors) + ["expected.slots"])
     for name, t in tensors.items():
-        assert fixtures.same_bytes(f.tensors[name], t.contiguous()), name
+        want = t.contiguous().view(dsv4cpu.FP8_DTYPE) if name in f.fp8 else t.contiguous()
+        assert fixtures.same_bytes(f.tensors[name], want), name
     assert fixtures.same_bytes(f.expected["slots"], tensors["i64"])
     # The file as the spec describes it: the header names F8_E4M3 and BF16.
     raw = path.read_bytes()
@@ -103,10 +104,11 @@ def test_compare_fp8_step_contract():
     f = fixtures.load(fixture("fused_indexer_q_rope_quant", "h64_fp32_inputs"))
     want = f.expected["q_fp8"]
     codes = want.clone()
-    k = int((codes.view(-1) < 0x7E).nonzero()[0])  # a positive code below the largest
-    codes.view(-1)[k] += 1
+    bits = codes.view(-1).view(torch.uint8)  # the codes, also where torch has a float8 dtype
+    k = int((bits < 0x7E).nonzero()[0])  # a positive code below the largest
+    bits[k] += 1
     assert dsv4cpu.compare(f.op, "q_fp8", want, codes, f.inputs, **f.scalars).passed
-    codes.view(-1)[k] += 1
+    bits[k] += 1
     v = dsv4cpu.compare(f.op, "q_fp8", want, codes, f.inputs, **f.scalars)
     assert not v and "2 fp8 steps apart" in v.detail
     assert dsv4cpu.compare(f.op, "q_fp8", want, codes, f.inputs, compare="fp8_step=2",
