@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package dsv4cpu needs to build, test, benchmark and generate fixtures.
+# Installs every Debian package dsv4cpu needs to build, test, benchmark and generate fixtures
+# (python3-venv: the virtual environments of ci/pip-install.sh and ci/peer.sh).
 # Idempotent; runs as root on a fresh Debian 12 machine.
 set -euo pipefail
 packages=(
@@ -7,7 +8,7 @@ packages=(
   clang-14 libclang-rt-14-dev libomp-14-dev
   libhwy-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-venv
   libtorch-dev python3-torch python3-pytest
   chromium
 )
