@@ -12,6 +12,7 @@
 # Usage: ci/pip-install.sh [TORCH_VERSION]. Needs PyPI on first use of a torch version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash ci/install-deps.sh > /dev/null
 root="${PWD}"
 torch_version="${1:-2.15.0}"
 venv="${root}/build/pip/venv-${torch_version}"
