@@ -24,20 +24,23 @@ _QUERY = "import torch; print(torch.__version__, int(torch._C._GLIBCXX_USE_CXX11
 def target_torch():
     """(interpreter, torch version without its local label, _GLIBCXX_USE_CXX11_ABI)."""
     python = os.environ.get("DSV4CPU_PYTHON") or sys.executable
-    for name in _ISOLATION:
-        os.environ.pop(name, None)
-    done = subprocess.run([python, "-c", _QUERY], capture_output=True, text=True, check=False)
+    outside = {k: v for k, v in os.environ.items() if k not in _ISOLATION}
+    done = subprocess.run([python, "-c", _QUERY], capture_output=True, text=True, check=False,
+                          env=outside)
     if done.returncode != 0:
         raise RuntimeError(
             f"dsv4cpu builds against the torch of the environment it is installed into, and "
             f"{python} cannot import torch: install torch there first (or set DSV4CPU_PYTHON to "
             f"the interpreter whose torch to use)\n{done.stderr.strip()}")
-    version, abi = done.stdout.split()
+    version, abi = done.stdout.split()[-2:]
     return python, version.split("+")[0], abi
 
 
 def _settings(config_settings):
+    """The CMake definitions of the target torch; CMake runs outside the build isolation."""
     python, _, abi = target_torch()
+    for name in _ISOLATION:
+        os.environ.pop(name, None)
     settings = dict(config_settings or {})
     settings["cmake.define.DSV4CPU_PYTHON"] = python
     settings["cmake.define.DSV4CPU_CXX11_ABI"] = abi
