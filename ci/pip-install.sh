@@ -18,6 +18,16 @@ torch_version="${1:-2.15.0}"
 venv="${root}/build/pip/venv-${torch_version}"
 python="${venv}/bin/python"
 start=${SECONDS}
+step="the virtual environment"
+venv_seconds=0 install_seconds=0 outside=""
+finish() {
+  local status=$?
+  if [ -n "${outside}" ]; then rm -rf "${outside}"; fi
+  echo "ci/pip-install.sh: torch ${torch_version}: venv ${venv_seconds} s, pip install" \
+       "${install_seconds} s, total $((SECONDS - start)) s:" \
+       "$([ "${status}" = 0 ] && echo ok || echo "FAILED (${step})")"
+}
+trap finish EXIT
 
 has_torch() {
   "${python}" - "${torch_version}" 2>/dev/null <<'EOF'
@@ -52,12 +62,13 @@ if command -v ccache > /dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
 fi
 
+step="pip install"
 install_start=${SECONDS}
 "${python}" -m pip install --quiet "${root}"
 install_seconds=$((SECONDS - install_start))
 
+step="the installed module"
 outside="$(mktemp -d)"
-trap 'rm -rf "${outside}"' EXIT
 cd "${outside}"
 "${python}" - "${venv}" <<'EOF'
 import os, subprocess, sys
@@ -91,10 +102,6 @@ EOF
 # Without a release build, the tests that compare with dsv4cpu-verify are reported as skipped.
 verify="${root}/build/release/tools/dsv4cpu-verify"
 if [ -z "${DSV4CPU_VERIFY:-}" ] && [ -x "${verify}" ]; then export DSV4CPU_VERIFY="${verify}"; fi
-status=0
+step="the package's tests"
 DSV4CPU_FIXTURES="${root}/fixtures" DSV4CPU_README="${root}/README.md" \
-  "${python}" -m pytest -q -p no:cacheprovider -rs "${root}/python/tests" || status=$?
-echo "ci/pip-install.sh: torch ${torch_version}: venv ${venv_seconds} s, pip install" \
-     "${install_seconds} s, total $((SECONDS - start)) s: $([ ${status} = 0 ] && echo ok ||
-     echo FAILED)"
-exit "${status}"
+  "${python}" -m pytest -q -p no:cacheprovider -rs "${root}/python/tests"
