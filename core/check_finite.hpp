@@ -14,7 +14,9 @@ namespace dsv4cpu::detail {
 // Index of the first NaN or ±inf among x[0 .. n), or n.
 int64_t first_non_finite(const float* x, int64_t n, int num_threads = 1);
 // Index of the first NaN or ±inf among the bf16 values x[0 .. n), or n.
-int64_t first_non_finite_bf16(const uint16_t* x, int64_t n);
+int64_t first_non_finite_bf16(const uint16_t* x, int64_t n, int num_threads = 1);
+// Index of the first NaN or ±inf among the IEEE binary16 values x[0 .. n), or n.
+int64_t first_non_finite_f16(const uint16_t* x, int64_t n, int num_threads = 1);
 // Index of the first i whose RN(a[i] + b[i]) is NaN or ±inf, or n.
 int64_t first_non_finite_sum(const float* a, const float* b, int64_t n);
 // True iff every a[i], b[i] and RN(b[i] + c[i]) of [0, n) is finite (one pass over three rows: the

@@ -173,6 +173,12 @@ int64_t FirstNonFiniteBf16(const uint16_t* x, int64_t n) {
   return FirstWithAllBits<uint16_t>(x, n, 0x7F80);
 }
 
+// Index of the first NaN or ±inf of the IEEE binary16 values x[0 .. n) (exponent bits all ones),
+// or n.
+int64_t FirstNonFiniteF16(const uint16_t* x, int64_t n) {
+  return FirstWithAllBits<uint16_t>(x, n, 0x7C00);
+}
+
 // The smallest and the largest of p[0 .. n) (n >= 1), signed.
 template <class T>
 void MinMaxOfT(const T* HWY_RESTRICT p, int64_t n, int64_t* lo, int64_t* hi) {
@@ -293,6 +299,7 @@ HWY_EXPORT(FirstOutside32);
 HWY_EXPORT(FirstOutside64);
 HWY_EXPORT(FirstNanCode);
 HWY_EXPORT(FirstNonFiniteBf16);
+HWY_EXPORT(FirstNonFiniteF16);
 HWY_EXPORT(LocalRefsOk32);
 HWY_EXPORT(LocalRefsOk64);
 HWY_EXPORT(MinMaxOf32);
@@ -323,8 +330,16 @@ int64_t first_non_finite_sum(const float* a, const float* b, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(FirstNonFiniteSum)(a, b, n);
 }
 
-int64_t first_non_finite_bf16(const uint16_t* x, int64_t n) {
-  return HWY_DYNAMIC_DISPATCH(FirstNonFiniteBf16)(x, n);
+int64_t first_non_finite_bf16(const uint16_t* x, int64_t n, int num_threads) {
+  const auto scan = HWY_DYNAMIC_DISPATCH(FirstNonFiniteBf16);
+  return parallel_first(n, threads_for(num_threads, n * 2),
+                        [&](int64_t b, int64_t e) { return b + scan(x + b, e - b); });
+}
+
+int64_t first_non_finite_f16(const uint16_t* x, int64_t n, int num_threads) {
+  const auto scan = HWY_DYNAMIC_DISPATCH(FirstNonFiniteF16);
+  return parallel_first(n, threads_for(num_threads, n * 2),
+                        [&](int64_t b, int64_t e) { return b + scan(x + b, e - b); });
 }
 
 bool finite_with_sum(const float* a, const float* b, const float* c, int64_t n) {

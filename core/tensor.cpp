@@ -16,6 +16,7 @@ const char* dtype_name(DType d) noexcept {
     case DType::U8: return "U8";
     case DType::I32: return "I32";
     case DType::I64: return "I64";
+    case DType::F16: return "F16";
   }
   return "?";
 }
@@ -23,7 +24,7 @@ const char* dtype_name(DType d) noexcept {
 size_t dtype_size(DType d) noexcept {
   switch (d) {
     case DType::F32: case DType::I32: return 4;
-    case DType::BF16: return 2;
+    case DType::BF16: case DType::F16: return 2;
     case DType::F8_E4M3: case DType::U8: return 1;
     case DType::I64: return 8;
   }

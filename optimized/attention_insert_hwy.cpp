@@ -23,14 +23,6 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 using D16 = hn::Rebind<uint16_t, DF>;
 using D8 = hn::Rebind<uint8_t, DF>;
 
-// n bf16 values widened to fp32 (n a multiple of Lanes).
-HWY_INLINE void Widen(const uint16_t* HWY_RESTRICT x, size_t n, float* HWY_RESTRICT out) {
-  const DF d;
-  for (size_t i = 0; i < n; i += hn::Lanes(d))
-    hn::Store(hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(DU(), hn::LoadU(D16(), x + i)))), d,
-              out + i);
-}
-
 // numerics.md §2: to_bf16 of n fp32 values (n a multiple of Lanes).
 HWY_INLINE void StoreBf16(const float* HWY_RESTRICT x, size_t n, uint16_t* HWY_RESTRICT out) {
   const DF d;
@@ -46,7 +38,7 @@ HWY_INLINE void StoreBf16(const float* HWY_RESTRICT x, size_t n, uint16_t* HWY_R
 bool QueryHead(const uint16_t* q, float eps_f, const float* cs, uint16_t* out) {
   const DF d;
   HWY_ALIGN float y[kMlaDim];
-  Widen(q, kMlaDim, y);
+  Widen16(q, false, kMlaDim, y);
   const float ss = SumSquares16(y, kMlaDim);
   float rms_t = 0.0f;
   const float inv = rms_inv(ss, kMlaDim, eps_f, &rms_t);
@@ -67,7 +59,7 @@ bool KvEntry(const uint16_t* kv, const float* cs, ScaleClamp clamp, bool flush, 
   const DU du;
   const size_t N = hn::Lanes(d);
   HWY_ALIGN float b[kMlaDim];
-  Widen(kv, kMlaDim, b);
+  Widen16(kv, false, kMlaDim, b);
   RopePairs(cs, cs + 32, b + kMlaNope, 32, b + kMlaNope);
   HWY_ALIGN uint16_t rope[kMlaRope];
   for (size_t k = 0; k < static_cast<size_t>(kMlaRope); k += N) {

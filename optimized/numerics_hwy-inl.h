@@ -103,6 +103,39 @@ HWY_INLINE VF ExpLib(VF x) {
   return hn::IfThenElse(hn::IsNaN(x), SetBits(0x7FC00000u), y);
 }
 
+// n bf16 values (f16: IEEE binary16) widened to fp32, lane by lane as bf16_to_f32 (f16_to_f32).
+// Highway's binary16 widening without F16C reads exponent 31 as a finite exponent and F16C quiets
+// signalling NaNs: lanes with exponent 31 are rebuilt from their bits.
+HWY_INLINE void Widen16(const uint16_t* HWY_RESTRICT x, bool f16, size_t n,
+                        float* HWY_RESTRICT out) {
+  const DF d;
+  const DU du;
+  const hn::Rebind<uint16_t, DF> d16;
+  const size_t N = hn::Lanes(d), body = n - n % N;
+  size_t i = 0;
+  if (f16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const VU exp_mask = hn::Set(du, 0x7C00u);
+    for (; i < body; i += N) {
+      const VU h = hn::PromoteTo(du, hn::LoadU(d16, x + i));
+      const VF v =
+          hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(x + i)));
+      const VU special = hn::Or(hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u))),
+                                hn::Or(hn::Set(du, 0x7F800000u),
+                                       hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x3FFu)))));
+      hn::StoreU(hn::IfThenElse(hn::RebindMask(d, hn::Eq(hn::And(h, exp_mask), exp_mask)),
+                                hn::BitCast(d, special), v),
+                 d, out + i);
+    }
+    for (; i < n; ++i) out[i] = f16_to_f32(x[i]);
+  } else {
+    for (; i < body; i += N)
+      hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, x + i)))), d,
+                 out + i);
+    for (; i < n; ++i) out[i] = bf16_to_f32(x[i]);
+  }
+}
+
 // numerics.md §2, to_bf16, returned as the fp32 bit pattern of the rounded value (the bf16 in the
 // high 16 bits, low bits zero); NaN → 0x7FC0.
 HWY_INLINE VU Bf16Bits(VF x) {

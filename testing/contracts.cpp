@@ -125,6 +125,10 @@ std::string element_text(const ArrayRef& a, int64_t i) {
       const uint16_t h = load_u16(p);
       return float_text(bf16_to_f32(h)) + " (" + hex(h, 4) + ")";
     }
+    case DType::F16: {
+      const uint16_t h = load_u16(p);
+      return float_text(f16_to_f32(h)) + " (" + hex(h, 4) + ")";
+    }
     case DType::F8_E4M3:
       return hex(*p, 2) + " (" + float_text(fp8_e4m3_decode(*p)) + ")";
     case DType::U8:
@@ -154,6 +158,9 @@ Verdict compare_exact(const std::string& name, const ArrayRef& got, const ArrayR
     if (std::memcmp(a, b, es) == 0) continue;
     if (want.dtype == DType::F32 && std::isnan(load_f32(a)) && std::isnan(load_f32(b))) continue;
     if (want.dtype == DType::BF16 && bf16_is_nan(load_u16(a)) && bf16_is_nan(load_u16(b))) continue;
+    if (want.dtype == DType::F16 && std::isnan(f16_to_f32(load_u16(a))) &&
+        std::isnan(f16_to_f32(load_u16(b))))
+      continue;
     if (first < 0) first = i;
     ++count;
   }

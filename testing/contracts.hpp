@@ -54,7 +54,7 @@ std::string index_text(const std::vector<int64_t>& shape, int64_t i);
 // Element `i` as text: integers in decimal, floats shortest round-trip with their bits in hex.
 std::string element_text(const ArrayRef& a, int64_t i);
 
-// §11.1: equal bytes; F32 and BF16 NaNs match any NaN. dtype and shape must agree.
+// §11.1: equal bytes; F32, BF16 and F16 NaNs match any NaN. dtype and shape must agree.
 Verdict compare_exact(const std::string& name, const ArrayRef& got, const ArrayRef& want);
 // fp8 codes within tol.fp8_step steps (§11.2).
 Verdict compare_fp8_codes(const std::string& name, const ArrayRef& got, const ArrayRef& want,

@@ -157,7 +157,30 @@ TEST(CheckScans, FirstNonFiniteBf16IsTheFirstNanOrInf) {
           std::memcpy(&f, &bits, 4);
           if (!std::isfinite(f)) want = i;
         }
-        EXPECT_EQ(detail::first_non_finite_bf16(x.data(), n), want) << target << " n=" << n;
+        for (int threads : kThreads)
+          EXPECT_EQ(detail::first_non_finite_bf16(x.data(), n, threads), want)
+              << target << " n=" << n;
+      }
+  });
+}
+
+TEST(CheckScans, FirstNonFiniteF16IsTheFirstNanOrInf) {
+  std::mt19937_64 rng(5);
+  // binary16 NaN, +inf, -inf, a NaN with the lowest payload; 0x7BFF (65504) is the largest finite
+  const uint16_t bad[] = {0x7E00, 0x7C00, 0xFC00, 0x7C01};
+  for_each_target([&](const std::string& target) {
+    for (int64_t n : kLengths)
+      for (int trial = 0; trial < 4; ++trial) {
+        std::vector<uint16_t> x(static_cast<size_t>(n));
+        for (uint16_t& v : x)
+          v = static_cast<uint16_t>(rng() % 2 ? 0x7BFF | (rng() % 2) << 15 : rng() % 0x7C00);
+        if (n > 0 && trial % 2) x[rng() % static_cast<uint64_t>(n)] = bad[rng() % 4];
+        int64_t want = n;
+        for (int64_t i = n - 1; i >= 0; --i)
+          if ((x[static_cast<size_t>(i)] >> 10 & 31) == 31) want = i;  // exponent field 31
+        for (int threads : kThreads)
+          EXPECT_EQ(detail::first_non_finite_f16(x.data(), n, threads), want)
+              << target << " n=" << n;
       }
   });
 }

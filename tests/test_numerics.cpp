@@ -135,6 +135,32 @@ int scale_exponent_oracle(float amax, ScaleClamp rule) {
   return ceil_log2_oracle(sc);
 }
 
+TEST(F16, HandPickedPatterns) {
+  EXPECT_EQ(f16_to_f32(0x3C00), 1.0f);
+  EXPECT_EQ(f16_to_f32(0xC000), -2.0f);
+  EXPECT_EQ(f16_to_f32(0x7BFF), 65504.0f);  // largest finite
+  EXPECT_EQ(f16_to_f32(0x0400), 0x1p-14f);  // smallest normal
+  EXPECT_EQ(f16_to_f32(0x0001), 0x1p-24f);  // smallest subnormal
+  EXPECT_EQ(f16_to_f32(0x83FF), -1023 * 0x1p-24f);
+  EXPECT_EQ(bits(f16_to_f32(0x8000)), 0x80000000u);  // -0
+  EXPECT_EQ(bits(f16_to_f32(0x7C00)), 0x7F800000u);  // +inf
+  EXPECT_EQ(bits(f16_to_f32(0xFC00)), 0xFF800000u);  // -inf
+  EXPECT_EQ(bits(f16_to_f32(0x7E00)), 0x7FC00000u);  // quiet NaN
+  EXPECT_EQ(bits(f16_to_f32(0x7C01)), 0x7F802000u);  // signalling NaN: payload kept
+}
+
+TEST(F16, EveryFinitePatternAgreesWithTheDefinition) {
+  // (-1)^s · 2^(E - 15) · (1 + m/1024), or (-1)^s · m · 2^-24 for E = 0, in binary64.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint32_t E = h >> 10 & 31, m = h & 1023;
+    if (E == 31) continue;
+    const double mag = E == 0 ? std::ldexp(m, -24) : std::ldexp(1.0 + m / 1024.0, int(E) - 15);
+    const double want = h & 0x8000 ? -mag : mag;
+    ASSERT_EQ(static_cast<double>(f16_to_f32(static_cast<uint16_t>(h))), want) << std::hex << h;
+    ASSERT_EQ(std::signbit(f16_to_f32(static_cast<uint16_t>(h))), (h & 0x8000) != 0) << h;
+  }
+}
+
 TEST(Scale, EpsilonIsRoundedOneE4) { EXPECT_EQ(bits(1e-4f), 0x38D1B717u); }
 
 TEST(Scale, CeilLog2PowersOfTwoAndNeighbours) {

@@ -28,6 +28,13 @@ inline uint16_t to_bf16(float x) noexcept {
   return static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
 inline float bf16_to_f32(uint16_t h) noexcept { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+// IEEE binary16 -> fp32, exact (subnormals become normal fp32 numbers; NaN payloads kept).
+inline float f16_to_f32(uint16_t h) noexcept {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, E = (h >> 10) & 0x1Fu,
+                 m = h & 0x3FFu;
+  if (E == 0) return f32_from_bits(sign | f32_bits(static_cast<float>(m) * 0x1p-24f));
+  return f32_from_bits(sign | (E == 31 ? 0x7F800000u : (E + 112) << 23) | m << 13);
+}
 // to_bf16 then widened back to fp32.
 inline float round_bf16(float x) noexcept { return bf16_to_f32(to_bf16(x)); }
 

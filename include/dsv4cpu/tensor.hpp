@@ -10,9 +10,9 @@
 
 namespace dsv4cpu {
 
-enum class DType : uint8_t { F32, BF16, F8_E4M3, U8, I32, I64 };
+enum class DType : uint8_t { F32, BF16, F8_E4M3, U8, I32, I64, F16 };  // F16: IEEE binary16
 
-// "F32", "BF16", "F8_E4M3", "U8", "I32", "I64"
+// "F32", "BF16", "F8_E4M3", "U8", "I32", "I64", "F16"
 DSV4CPU_API const char* dtype_name(DType d) noexcept;
 DSV4CPU_API size_t dtype_size(DType d) noexcept;
 DSV4CPU_API bool is_index_dtype(DType d) noexcept;  // I32 or I64

@@ -11,10 +11,10 @@
 
 namespace dsv4cpu::python {
 
-// The dsv4cpu dtype of a CPU tensor: float32, bfloat16, uint8, int32, int64 map to F32, BF16, U8,
-// I32, I64; float8_e4m3fn (where torch has it) to F8_E4M3, and so does uint8 when `fp8` (the
-// argument holds e4m3fn codes). Anything else, and a tensor on another device, is a ShapeError
-// naming `op` and `arg`.
+// The dsv4cpu dtype of a CPU tensor: float32, bfloat16, float16, uint8, int32, int64 map to F32,
+// BF16, F16, U8, I32, I64; float8_e4m3fn (where torch has it) to F8_E4M3, and so does uint8 when
+// `fp8` (the argument holds e4m3fn codes). Anything else, and a tensor on another device, is a
+// ShapeError naming `op` and `arg`.
 DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg);
 // The torch dtype that holds a dsv4cpu dtype (F8_E4M3: float8_e4m3fn where torch has it, else
 // uint8).

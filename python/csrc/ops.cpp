@@ -36,6 +36,7 @@ DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::
   switch (t.scalar_type()) {
     case c10::ScalarType::Float: return DType::F32;
     case c10::ScalarType::BFloat16: return DType::BF16;
+    case c10::ScalarType::Half: return DType::F16;
     case c10::ScalarType::Byte: return fp8 ? DType::F8_E4M3 : DType::U8;
     case c10::ScalarType::Int: return DType::I32;
     case c10::ScalarType::Long: return DType::I64;
@@ -47,14 +48,15 @@ DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::
   const std::string name = c10::toString(t.scalar_type());
   throw ShapeError(op, arg, {}, name,
                    arg + ": dtype " + name +
-                       " (expected float32, bfloat16, uint8 or float8_e4m3fn codes, int32 or "
-                       "int64)");
+                       " (expected float32, bfloat16, float16, uint8 or float8_e4m3fn codes, "
+                       "int32 or int64)");
 }
 
 c10::ScalarType scalar_type_of(DType d) {
   switch (d) {
     case DType::F32: return c10::ScalarType::Float;
     case DType::BF16: return c10::ScalarType::BFloat16;
+    case DType::F16: return c10::ScalarType::Half;
 #ifdef DSV4CPU_TORCH_HAS_FLOAT8
     case DType::F8_E4M3: return c10::ScalarType::Float8_e4m3fn;
 #else

@@ -44,8 +44,8 @@ from ._wrappers import SPECS, output_shape
 SHAPE_KEYS = ("state_block_size", "num_tokens_padded", "width")
 GARBAGE = 0xA5
 #: dsv4cpu's dtype names (fixtures.md) of the torch dtypes of fixture tensors.
-_DTYPE_NAMES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.uint8: "U8",
-                torch.int32: "I32", torch.int64: "I64"}
+_DTYPE_NAMES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16",
+                torch.uint8: "U8", torch.int32: "I32", torch.int64: "I64"}
 #: Outputs the runner allocates for an expected_error case larger than this (elements) are
 #: allocated empty: the call must fail on its inputs anyway.
 MAX_FALLBACK_ELEMENTS = 1 << 24

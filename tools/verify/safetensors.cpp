@@ -28,7 +28,8 @@ int64_t Tensor::numel() const noexcept {
 }
 
 bool parse_dtype(const std::string& name, DType* out) noexcept {
-  for (DType d : {DType::F32, DType::BF16, DType::F8_E4M3, DType::U8, DType::I32, DType::I64}) {
+  for (DType d : {DType::F32, DType::BF16, DType::F16, DType::F8_E4M3, DType::U8, DType::I32,
+                  DType::I64}) {
     if (name == dtype_name(d)) {
       *out = d;
       return true;
@@ -96,7 +97,7 @@ Tensor parse_entry(const std::string& name, const json& e, const uint8_t* payloa
   if (!e["dtype"].is_string()) bad(where + "dtype is not a string");
   const std::string dt = e["dtype"].get<std::string>();
   if (!parse_dtype(dt, &t.dtype))
-    bad(where + "unsupported dtype " + dt + " (expected F32, BF16, F8_E4M3, U8, I32 or I64)");
+    bad(where + "unsupported dtype " + dt + " (expected F32, BF16, F16, F8_E4M3, U8, I32 or I64)");
   if (!e["shape"].is_array()) bad(where + "shape is not an array");
   // The product of the non-zero extents times the dtype size must fit int64, so that no
   // partial product of the shape overflows.

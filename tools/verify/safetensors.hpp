@@ -52,7 +52,7 @@ bool parse_dtype(const std::string& name, DType* out) noexcept;
 // Parses and validates a whole file image. Rules (each failure throws SafetensorsError):
 // at least 8 bytes; header length <= remaining bytes; header is a JSON object; "__metadata__",
 // when present, maps strings to strings; every other entry is an object with "dtype" (one of
-// F32 BF16 F8_E4M3 U8 I32 I64), "shape" (non-negative integers) and "data_offsets" [begin, end]
+// F32 BF16 F16 F8_E4M3 U8 I32 I64), "shape" (non-negative integers) and "data_offsets" [begin, end]
 // with begin <= end <= data size and end - begin = numel * dtype size; tensors do not overlap.
 SafetensorsFile parse_safetensors(const uint8_t* data, size_t size);
 SafetensorsFile read_safetensors(const std::string& path);

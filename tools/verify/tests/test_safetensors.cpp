@@ -51,6 +51,7 @@ TEST(Safetensors, RoundTripEveryDtype) {
   f.tensors["a_f32"] = make_tensor<float>(DType::F32, {2, 2}, {1.5f, -0.0f, 3e38f, 1e-40f});
   f.tensors["b_bf16"] = make_tensor<uint16_t>(DType::BF16, {3}, {0x3F80, 0x7FC0, 0x8000});
   f.tensors["c_fp8"] = make_tensor<uint8_t>(DType::F8_E4M3, {1, 1, 3}, {0x38, 0x7F, 0x80});
+  f.tensors["c_f16"] = make_tensor<uint16_t>(DType::F16, {3}, {0x3C00, 0x7E00, 0x0001});
   f.tensors["d_u8"] = make_tensor<uint8_t>(DType::U8, {5}, {0, 1, 2, 254, 255});
   f.tensors["e_i32"] = make_tensor<int32_t>(DType::I32, {2}, {-1, 2147483647});
   f.tensors["f_i64"] = make_tensor<int64_t>(DType::I64, {1, 2}, {-1, int64_t{1} << 40});
@@ -102,7 +103,7 @@ TEST(Safetensors, EntryRules) {
   expect_bad(image("{\"t\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4), "missing \"dtype\"");
   expect_bad(image("{\"t\":{\"dtype\":\"I32\",\"data_offsets\":[0,4]}}", 4), "missing \"shape\"");
   expect_bad(image("{\"t\":{\"dtype\":\"I32\",\"shape\":[1]}}", 4), "missing \"data_offsets\"");
-  expect_bad(image("{" + entry("t", "F16", "[1]", "[0,2]") + "}", 2), "unsupported dtype F16");
+  expect_bad(image("{" + entry("t", "F64", "[1]", "[0,8]") + "}", 8), "unsupported dtype F64");
   expect_bad(image("{" + entry("t", "BOOL", "[1]", "[0,1]") + "}", 1), "unsupported dtype BOOL");
   expect_bad(image("{\"t\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
              "dtype is not a string");
@@ -170,7 +171,7 @@ TEST(Safetensors, FileRoundTripAndMissingFile) {
 
 TEST(Safetensors, DtypeNames) {
   DType d;
-  for (const char* name : {"F32", "BF16", "F8_E4M3", "U8", "I32", "I64"}) {
+  for (const char* name : {"F32", "BF16", "F16", "F8_E4M3", "U8", "I32", "I64"}) {
     ASSERT_TRUE(parse_dtype(name, &d)) << name;
     EXPECT_STREQ(dtype_name(d), name);
   }
