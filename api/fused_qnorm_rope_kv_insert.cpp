@@ -37,12 +37,19 @@ void validate(FusedQnormRopeKvInsertArgs& a, const Options& o) {
     fail_value(op, "q_head_padded", std::to_string(a.q_head_padded), "fewer than the query heads",
                "q_head_padded >= Hq = " + std::to_string(a.Hq));
   check_array(op, "kv", a.kv, {DType::BF16}, {kAny, kMlaDim}, Layout::contiguous);
-  a.T_ins = a.kv.size(0);
-  if (a.T_ins > a.T)
+  const int64_t T_kv = a.kv.size(0);
+  if (T_kv > a.T)
     fail_shape(op, "kv", a.kv,
-               "BF16 [T_ins, 512] with T_ins <= T = " + std::to_string(a.T) + ", contiguous");
+               "BF16 [T_kv, 512] with T_kv <= T = " + std::to_string(a.T) + ", contiguous");
   check_index_array(op, "positions", a.positions, {a.T});
-  check_index_array(op, "slot_mapping", a.slot_mapping, {a.T_ins});
+  // slot_mapping's length T_ins is the number of tokens inserted; kv rows from T_ins on are
+  // padding (attention.md §3.1).
+  check_index_array(op, "slot_mapping", a.slot_mapping, {kAny});
+  a.T_ins = a.slot_mapping.size(0);
+  if (a.T_ins > T_kv)
+    fail_shape(op, "slot_mapping", a.slot_mapping,
+               "I32 or I64 [T_ins] with T_ins <= T_kv = " + std::to_string(T_kv) +
+                   " = rows of kv, contiguous");
   check_mla_cache(op, "swa_cache", a.swa_cache, a.cache_block_size);
   check_array(op, "cos_sin_cache", a.cos_sin_cache, {DType::F32}, {kAny, 64}, Layout::contiguous);
   const int64_t R = a.cos_sin_cache.size(0);

@@ -35,7 +35,8 @@ struct FusedQnormRopeKvInsertArgs {
   ScaleClamp scale_clamp;
   Fp8Subnormals fp8_subnormals;
   MutableTensorView q_out;
-  // Derived by validation: q [T, Hq, 512], kv [T_ins, 512], eps_f = RN(eps).
+  // Derived by validation: q [T, Hq, 512], slot_mapping [T_ins] (kv [T_kv, 512] with
+  // T_ins <= T_kv <= T: rows from T_ins on are padding, never read), eps_f = RN(eps).
   int64_t T = 0, Hq = 0, T_ins = 0;
   float eps_f = 0.0f;
 };

@@ -288,7 +288,7 @@ const bool kAttention = register_property("SparseMlaAttention", "WithinTolerance
 // ---- fused_qnorm_rope_kv_insert ----
 
 struct InsertCase {
-  int64_t T = 1, Hq = 4, Hpad = 4, T_ins = 1, R = 8, P = 64, pages = 1, pad = 0;
+  int64_t T = 1, Hq = 4, Hpad = 4, T_ins = 1, T_kv = 1, R = 8, P = 64, pages = 1, pad = 0;
   int invalid_one_in = 4;
   int q_exp = 0, kv_exp = 0;  // q, kv ~ N(0, 1)·2^exp, kv tiles with a few outliers
   double eps = 1e-6;
@@ -300,7 +300,8 @@ struct InsertCase {
 };
 std::ostream& operator<<(std::ostream& os, const InsertCase& c) {
   return os << "InsertCase{T=" << c.T << ", Hq=" << c.Hq << ", Hpad=" << c.Hpad
-            << ", T_ins=" << c.T_ins << ", R=" << c.R << ", P=" << c.P << ", pages=" << c.pages
+            << ", T_ins=" << c.T_ins << ", T_kv=" << c.T_kv << ", R=" << c.R << ", P=" << c.P
+            << ", pages=" << c.pages
             << ", pad=" << c.pad << ", invalid_one_in=" << c.invalid_one_in
             << ", q_exp=" << c.q_exp << ", kv_exp=" << c.kv_exp << ", eps=" << c.eps
             << ", overflow=" << c.overflow
@@ -314,6 +315,8 @@ rc::Gen<InsertCase> gen_insert_case() {
     InsertCase c;
     c.T = *rc::gen::inRange<int64_t>(0, 9);
     c.T_ins = *rc::gen::inRange<int64_t>(0, c.T + 1);
+    c.T_kv = *rc::gen::weightedElement<int64_t>(
+        {{1, c.T_ins}, {2, *rc::gen::inRange<int64_t>(c.T_ins, c.T + 1)}});
     c.Hq = *rc::gen::weightedElement<int64_t>({{3, 4}, {1, 0}, {1, 1}, {1, 16}});
     c.Hpad = c.Hq + *rc::gen::inRange<int64_t>(0, 3);
     c.R = *rc::gen::inRange<int64_t>(1, 30);
@@ -338,13 +341,18 @@ void insert_property(const testing::Plan& plan) {
   std::mt19937_64 rng(c.seed.value);
   std::normal_distribution<float> normal;
   std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(c.T * c.Hq * 512, 1)));
-  std::vector<uint16_t> kv(static_cast<size_t>(std::max<int64_t>(c.T_ins * 512, 1)));
+  std::vector<uint16_t> kv(static_cast<size_t>(std::max<int64_t>(c.T_kv * 512, 1)));
   for (auto& x : q) x = to_bf16(std::ldexp(normal(rng), c.q_exp));
   for (auto& x : kv) {
     // Mostly small values with a few outliers per tile: codes from subnormal to 448.
     const float scale = rng() % 16 == 0 ? 64.0f : 1.0f;
     x = to_bf16(std::ldexp(normal(rng) * scale, c.kv_exp));
   }
+  // Padding rows t >= T_ins (attention.md §3.1): garbage bits, NaN and inf among them.
+  fill_garbage(rng, reinterpret_cast<uint8_t*>(kv.data() + c.T_ins * 512),
+               static_cast<size_t>((c.T_kv - c.T_ins) * 512 * 2));
+  for (int64_t i = c.T_ins * 512; i < c.T_kv * 512; i += 7)
+    kv[size_t(i)] = static_cast<uint16_t>(i % 2 ? 0x7FC0 : 0x7F80);  // NaN, +inf
   std::vector<float> table(static_cast<size_t>(c.R * 64));
   for (int64_t r = 0; r < c.R; ++r)
     for (int i = 0; i < 32; ++i) {
@@ -369,27 +377,35 @@ void insert_property(const testing::Plan& plan) {
     std::vector<uint16_t> q_out;
     std::vector<uint8_t> cache;
   };
-  auto call = [&](const Options& o) {
+  auto call = [&](const Options& o, int64_t kv_rows) {
     Result r;
     r.q_out.assign(static_cast<size_t>(std::max<int64_t>(c.T * c.Hpad * 512, 1)), 0xA5A5);
     r.cache = cache0;
     r.outcome = capture([&] {
       fused_qnorm_rope_kv_insert(
           TensorView(q.data(), DType::BF16, {c.T, c.Hq, 512}),
-          TensorView(kv.data(), DType::BF16, {c.T_ins, 512}), pos_a.view(), slot_a.view(),
+          TensorView(kv.data(), DType::BF16, {kv_rows, 512}), pos_a.view(), slot_a.view(),
           MutableTensorView(r.cache.data(), DType::U8, {c.pages, stride}),
           TensorView(table.data(), DType::F32, {c.R, 64}), c.Hpad, c.eps, c.P, c.clamp,
           c.subnormals, MutableTensorView(r.q_out.data(), DType::BF16, {c.T, c.Hpad, 512}), o);
     });
     return r;
   };
-  const Result ref = call(reference());
+  // The reference without the padding rows: every run with them must equal it.
+  const Result ref = call(reference(), c.T_ins);
   RC_TAG(ref.outcome.kind.empty() ? "written" : ref.outcome.kind);
+  if (c.T_kv > c.T_ins) {
+    RC_TAG("padded");
+    const Result padded = call(reference(), c.T_kv);
+    RC_ASSERT(padded.outcome == ref.outcome);
+    assert_same_bytes(padded.q_out, ref.q_out, "ref (padded) q_out");
+    assert_same_bytes(padded.cache, ref.cache, "ref (padded) swa_cache");
+  }
   testing::for_each(testing::runs("fused_qnorm_rope_kv_insert", plan),
                     [&](const testing::Run& run) {
                       const std::string label = run.label();
                       const uint64_t handed = detail::fallback_count();
-                      const Result r = call(run.options());
+                      const Result r = call(run.options(), c.T_kv);
                       // No hand-over to the reference (core/fallback.hpp) where it succeeds.
                       if (ref.outcome.kind.empty() && detail::fallback_count() != handed)
                         RC_FAIL(label + ": handed the call to the reference, which succeeds");

@@ -291,12 +291,23 @@ TEST(FusedQnormRopeKvInsertBadInput, Shapes) {
   b.expect("ShapeError", [&](auto& v) {
     v.q = TensorView(v.q.data(), DType::BF16, {3, 2, 512}, {2048, 512, 1});
   });
-  // kv: more rows than tokens; wrong width.
-  b.expect("ShapeError", [&](auto& v) { v.kv = TensorView(b.q.data(), DType::BF16, {4, 512}); });
+  // kv: more rows than tokens (T_kv > T); wrong width.
+  EXPECT_EQ(
+      b.expect("ShapeError",
+               [&](auto& v) { v.kv = TensorView(b.q.data(), DType::BF16, {4, 512}); }),
+      "dsv4cpu::fused_qnorm_rope_kv_insert: kv: dtype BF16, shape [4, 512], strides [512, 1] "
+      "(expected BF16 [T_kv, 512] with T_kv <= T = 3, contiguous)");
   b.expect("ShapeError", [&](auto& v) { v.kv = TensorView(v.kv.data(), DType::BF16, {3, 448}); });
   b.expect("ShapeError",
            [&](auto& v) { v.positions = TensorView(v.positions.data(), DType::I64, {2}); });
   b.expect("ShapeError", [&](auto& v) { v.slots = TensorView(v.slots.data(), DType::F32, {3}); });
+  // slot_mapping longer than kv (T_ins > T_kv): the padding runs the other way.
+  EXPECT_EQ(b.expect("ShapeError",
+                     [&](auto& v) { v.kv = TensorView(v.kv.data(), DType::BF16, {2, 512}); }),
+            "dsv4cpu::fused_qnorm_rope_kv_insert: slot_mapping: dtype I64, shape [3], strides [1] "
+            "(expected I32 or I64 [T_ins] with T_ins <= T_kv = 2 = rows of kv, contiguous)");
+  b.expect("ShapeError",
+           [&](auto& v) { v.slots = TensorView(v.slots.data(), DType::I64, {3, 1}); });
   b.expect("ShapeError", [&](auto& v) {
     v.cache = MutableTensorView(v.cache.data(), DType::U8, {2, 2 * 584 - 1}, {b.cache.page_stride, 1});
   });

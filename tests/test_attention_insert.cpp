@@ -1,8 +1,9 @@
 // fused_qnorm_rope_kv_insert (attention.md §3): the §3.5 worked example by hand, a 90° rotation,
 // both fp8_subnormals modes and both scale_clamp rules on hand-picked tiles, the fused rotation
-// reaching the cache, T_ins < T and Hq = 0, T = 0; every variant equal to the reference byte for
-// byte on random inputs for every Highway target and 1 and 2 threads, and on 64 x 64 query rows
-// (the norm-then-rotate order); each hand-over to the reference counted.
+// reaching the cache, T_ins < T and Hq = 0, T = 0, kv padding rows never read; every variant
+// equal to the reference byte for byte on random inputs for every Highway target and 1 and 2
+// threads, and on 64 x 64 query rows (the norm-then-rotate order); each hand-over to the reference
+// counted.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,6 +39,8 @@ struct InsertCase {
     for (int64_t r = 0; r < R; ++r)
       for (int i = 0; i < 32; ++i) table[static_cast<size_t>(r * 64 + i)] = 1.0f;  // identity
   }
+  // kv rows: T_ins, or more when padding rows were appended (attention.md §3.1).
+  int64_t T_kv() const { return static_cast<int64_t>(kv.size() / 512); }
   uint16_t* q_row(int64_t t, int64_t h) { return q.data() + (t * Hq + h) * 512; }
   uint16_t* kv_row(int64_t t) { return kv.data() + t * 512; }
   uint16_t q_out_at(int64_t t, int64_t h, int d) const {
@@ -58,7 +61,7 @@ struct InsertCase {
   void run(const Options& o = {}) {
     q_out.assign(static_cast<size_t>(T * Hpad * 512), 0xA5A5);
     fused_qnorm_rope_kv_insert(TensorView(q.data(), DType::BF16, {T, Hq, 512}),
-                               TensorView(kv.data(), DType::BF16, {T_ins, 512}),
+                               TensorView(kv.data(), DType::BF16, {T_kv(), 512}),
                                TensorView(positions.data(), DType::I64, {T}),
                                TensorView(slots.data(), DType::I64, {T_ins}), cache.view(),
                                TensorView(table.data(), DType::F32, {R, 64}), Hpad, eps, cache.P,
@@ -220,6 +223,34 @@ TEST(FusedQnormRopeKvInsert, FewerKvRowsThanTokensAndNoQueryHeads) {
     const auto untouched = n.cache.bytes;
     n.run(run.options());
     EXPECT_EQ(n.cache.bytes, untouched) << run.label();
+  });
+}
+
+TEST(FusedQnormRopeKvInsert, PaddingRowsOfKvAreNeverRead) {
+  // T = 11 tokens, T_ins = 9 inserted; kv padded to T_kv = 10 or 11 rows of NaN, inf or huge
+  // values: no error, and every byte equals the unpadded call's (§3.3).
+  const auto make = [] {
+    std::mt19937_64 rng(6);
+    InsertCase c(11, 3, 4, 9, 40, MlaPages(3, 4, 40));
+    c.random(rng);
+    for (int64_t t = 0; t < c.T; ++t) c.positions[static_cast<size_t>(t)] = (5 * t + 1) % c.R;
+    c.slots = {4, -1, 0, 11, 7, 2, -1, 9, 5};
+    return c;
+  };
+  InsertCase ref = make();
+  Options o;
+  o.impl = Impl::reference;
+  ref.run(o);
+  const uint16_t garbage[] = {0x7FC0, 0x7F80, 0xFF80, 0x7F7F};
+  testing::for_each_run(kOp, [&](const testing::Run& run) {
+    for (int64_t T_kv : {10, 11})
+      for (uint16_t g : garbage) {
+        InsertCase c = make();
+        c.kv.resize(static_cast<size_t>(T_kv * 512), g);
+        c.run(run.options());
+        EXPECT_EQ(c.q_out, ref.q_out) << run.label() << " T_kv=" << T_kv;
+        EXPECT_EQ(c.cache.bytes, ref.cache.bytes) << run.label() << " T_kv=" << T_kv;
+      }
   });
 }
 

@@ -65,7 +65,8 @@ DSV4CPU_API void sparse_mla_attention(
 // fused_qnorm_rope_kv_insert (attention.md §3): q RMSNorm (weight-free) and RoPE (table row
 // positions[t]) into q_out, and the SWA kv rows rotated, quantised and written into swa_cache at
 // slot_mapping.
-// Shapes:    q BF16 [T, Hq, 512]; kv BF16 [T_ins, 512], T_ins <= T; positions I32/I64 [T];
+// Shapes:    q BF16 [T, Hq, 512]; kv BF16 [T_kv, 512], T_ins <= T_kv <= T (rows from T_ins on
+//            are padding: never read, checked or written); positions I32/I64 [T];
 //            slot_mapping I32/I64 [T_ins] (-1 = skip, valid slots distinct); all contiguous;
 //            swa_cache U8 [pages, page_bytes] (in place), unit inner stride, page stride >=
 //            page_bytes >= P·584 (fp8_ds_mla_page_bytes(P), P = cache_block_size >= 1,
