@@ -1,11 +1,9 @@
 // fused_indexer_q_rope_quant (indexer.md §2): the validation (bad-input.md §1.4 order, §4 tables),
 // run before any variant so that every variant throws the same error, and the public entry points:
 // pack the arguments, detail::run (api/registry.hpp). The second takes the model's scales.
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "api/registry.hpp"
 #include "args/indexer.hpp"
@@ -51,17 +49,7 @@ void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
   if (!o.check_finite) return;
   check_finite(op, "q", a.q, o.num_threads);
   check_finite(op, "weights", a.weights, o.num_threads);
-  const IndexReader positions(a.positions);
-  const float* table = a.cos_sin_cache.ptr<const float>();
-  bool rows_finite = true;  // the passing path: every token's row, no order needed
-  for (int64_t t = 0; t < a.T && rows_finite; ++t)
-    rows_finite = first_non_finite(table + positions(t) * 64, 64) == 64;
-  if (rows_finite) return;
-  std::vector<int64_t> used(static_cast<size_t>(a.T));
-  for (int64_t t = 0; t < a.T; ++t) used[static_cast<size_t>(t)] = positions(t);
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
-  for (int64_t row : used) check_finite_row(op, "cos_sin_cache", row, table + row * 64, 64);
+  check_finite_rows(op, "cos_sin_cache", a.cos_sin_cache, a.positions);
 }
 
 }  // namespace detail

@@ -117,6 +117,10 @@ const std::vector<OpEntry>& registered_op_entries() {
       highway("hwy", opt::fused_qnorm_rope_kv_insert),
       reference(ref::fused_qnorm_rope_kv_insert),
   };
+  static VariantList<InverseGptjRopeOProjArgs> inverse_gptj_rope_o_proj = {
+      highway("hwy", opt::inverse_gptj_rope_o_proj),
+      reference(ref::inverse_gptj_rope_o_proj),
+  };
 
   // The ops in spec order, with their lists.
   static const std::vector<OpEntry> ops = {
@@ -146,6 +150,7 @@ const std::vector<OpEntry>& registered_op_entries() {
       op_entry("build_tile_scheduler", build_tile_scheduler),
       op_entry("sparse_mla_attention", sparse_mla_attention),
       op_entry("fused_qnorm_rope_kv_insert", fused_qnorm_rope_kv_insert),
+      op_entry("inverse_gptj_rope_o_proj", inverse_gptj_rope_o_proj),
   };
   return ops;
 }

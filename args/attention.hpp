@@ -41,6 +41,14 @@ struct FusedQnormRopeKvInsertArgs {
   float eps_f = 0.0f;
 };
 
+struct InverseGptjRopeOProjArgs {
+  TensorView o, positions, cos_sin_cache;
+  int64_t rope_dim;
+  MutableTensorView out;
+  // Derived by validation: o [T, H, D].
+  int64_t T = 0, H = 0, D = 0;
+};
+
 // ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
 // validated arguments ----
 
@@ -52,6 +60,9 @@ void sparse_mla_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx
 // attention.md §3: computes q_out and every written entry into scratch, checks them when
 // ctx.check_finite (bad-input.md §1.4 (f), first offending token), then writes.
 void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunContext& ctx);
+// attention.md §4.2: computes out into scratch, checks it when ctx.check_finite (bad-input.md
+// §1.4 (f), first offending token, head, channel), then writes.
+void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContext& ctx);
 
 }  // namespace ref
 
@@ -71,6 +82,12 @@ void sparse_mla_attention_hwy(const SparseMlaAttentionArgs& a, const RunContext&
 // finite, the reference kernel reruns the call and throws its NonFiniteError (the intermediates
 // are bit-identical).
 void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunContext& ctx);
+
+// inverse_gptj_rope_o_proj "hwy" (optimized/attention_inverse_rope_hwy.cpp): bit-exact with the
+// reference. When ctx.check_finite, a first pass checks every head without writing (a bound on
+// the rotated values, else the rotation itself); a non-finite value hands the call to the
+// reference, which throws its NonFiniteError.
+void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContext& ctx);
 
 }  // namespace opt
 

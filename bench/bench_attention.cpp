@@ -7,8 +7,11 @@
 //                         of 4,096 tokens of one request, each over its sliding window and 512 of
 //                         the request's entries (no reference run: minutes per iteration);
 //   fused_qnorm_rope_kv_insert  the batch shapes, Hq = 64.
+//   inverse_gptj_rope_o_proj    the batch shapes, H = 64, D = 512, rope_dim = 64 (`<shape>_h64`;
+//                               no reference run at prefill4096), also without the finite checks.
 // Bytes: every gathered entry (584 bytes per valid column), q, the slots, out and lse; for the
-// insert q, kv, positions, slots, the table rows, q_out and the written entries. FLOP: the two
+// insert q, kv, positions, slots, the table rows, q_out and the written entries; for the inverse
+// RoPE o, out, the positions and their table rows. FLOP: the two
 // matrix products, 2 × 2 × 512 per head and gathered row.
 #include <cmath>
 #include <memory>
@@ -122,27 +125,36 @@ Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t poo
   };
 }
 
+// The plain theta-10000 RoPE table [kRopeRows, 64] (cos in columns 0..31, sin in 32..63), and a
+// token's position in it.
+constexpr int64_t kRopeRows = 8192;
+std::shared_ptr<Buffer<float>> rope_table() {
+  auto table = std::make_shared<Buffer<float>>(static_cast<size_t>(kRopeRows * 64));
+  for (int64_t r = 0; r < kRopeRows; ++r)
+    for (int i = 0; i < 32; ++i) {
+      const double angle = static_cast<double>(r) * std::pow(10000.0, -i / 32.0);
+      (*table)[static_cast<size_t>(r * 64 + i)] = static_cast<float>(std::cos(angle));
+      (*table)[static_cast<size_t>(r * 64 + 32 + i)] = static_cast<float>(std::sin(angle));
+    }
+  return table;
+}
+int64_t rope_position(int64_t t) { return (t * 977 + 5) % kRopeRows; }
+
 // fused_qnorm_rope_kv_insert: T tokens of Hq = 64 heads, every token inserted.
 Prepare insert_shape(int64_t T) {
   return [T] {
-    constexpr int64_t kHq = 64, kRows = 8192;
+    constexpr int64_t kHq = 64;
     auto q = std::make_shared<Buffer<uint16_t>>(static_cast<size_t>(T * kHq * 512));
     auto kv = std::make_shared<Buffer<uint16_t>>(static_cast<size_t>(T * 512));
     Bf16Normals normals(31);
     normals.fill(q->data(), q->size());
     normals.fill(kv->data(), kv->size());
-    auto table = std::make_shared<Buffer<float>>(static_cast<size_t>(kRows * 64));
-    for (int64_t r = 0; r < kRows; ++r)
-      for (int i = 0; i < 32; ++i) {
-        const double angle = static_cast<double>(r) * std::pow(10000.0, -i / 32.0);
-        (*table)[static_cast<size_t>(r * 64 + i)] = static_cast<float>(std::cos(angle));
-        (*table)[static_cast<size_t>(r * 64 + 32 + i)] = static_cast<float>(std::sin(angle));
-      }
+    auto table = rope_table();
     auto cache = std::make_shared<MlaCacheData>(T, kP, 32);
     auto pos = std::make_shared<std::vector<int64_t>>();
     auto slots = std::make_shared<std::vector<int64_t>>();
     for (int64_t t = 0; t < T; ++t) {
-      pos->push_back((t * 977 + 5) % kRows);
+      pos->push_back(rope_position(t));
       slots->push_back(cache->slot(t));
     }
     auto q_out = std::make_shared<Buffer<uint16_t>>(static_cast<size_t>(T * kHq * 512));
@@ -152,11 +164,34 @@ Prepare insert_shape(int64_t T) {
                                  TensorView(kv->data(), DType::BF16, {T, 512}),
                                  TensorView(pos->data(), DType::I64, {T}),
                                  TensorView(slots->data(), DType::I64, {T}), cache->view(),
-                                 TensorView(table->data(), DType::F32, {kRows, 64}), kHq, 1e-6,
+                                 TensorView(table->data(), DType::F32, {kRopeRows, 64}), kHq, 1e-6,
                                  kP, ScaleClamp::cpu, Fp8Subnormals::exact,
                                  MutableTensorView(q_out->data(), DType::BF16, {T, kHq, 512}), o);
     };
     p.bytes = T * (kHq * 512 * 2 * 2 + 512 * 2 + 16 + 64 * 4 + kEntry);
+    p.items = T;
+    return p;
+  };
+}
+
+// inverse_gptj_rope_o_proj: T tokens of H = 64 heads, D = 512, rope_dim = 64, BF16 o.
+Prepare inverse_rope_shape(int64_t T) {
+  return [T] {
+    constexpr int64_t kH = 64, kD = 512;
+    auto o = std::make_shared<Buffer<uint16_t>>(static_cast<size_t>(T * kH * kD));
+    Bf16Normals(41).fill(o->data(), o->size());
+    auto table = rope_table();
+    auto pos = std::make_shared<std::vector<int64_t>>();
+    for (int64_t t = 0; t < T; ++t) pos->push_back(rope_position(t));
+    auto out = std::make_shared<Buffer<float>>(static_cast<size_t>(T * kH * kD));
+    Prepared p;
+    p.run = [=](const Options& opt) {
+      inverse_gptj_rope_o_proj(TensorView(o->data(), DType::BF16, {T, kH, kD}),
+                               TensorView(pos->data(), DType::I64, {T}),
+                               TensorView(table->data(), DType::F32, {kRopeRows, 64}), 64,
+                               MutableTensorView(out->data(), DType::F32, {T, kH, kD}), opt);
+    };
+    p.bytes = T * (kH * kD * (2 + 4) + 8 + 64 * 4);  // o, out, the position and its table row
     p.items = T;
     return p;
   };
@@ -178,6 +213,11 @@ void attention_cases(Cases& out) {
   for (const BatchShape& s : batch_shapes())
     out.push_back({"fused_qnorm_rope_kv_insert", s.name,
                    insert_shape(s.requests * s.tokens_per_request)});
+  for (const BatchShape& s : batch_shapes()) {
+    const int64_t T = s.requests * s.tokens_per_request;
+    out.push_back({"inverse_gptj_rope_o_proj", s.name + "_h64", inverse_rope_shape(T),
+                   Traffic::copy, true, T < 4096});
+  }
 }
 
 }  // namespace dsv4cpu::bench

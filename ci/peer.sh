@@ -7,7 +7,7 @@
 #  2. the PyTorch extension built against that torch (build/peer/ext, CPU libraries only through
 #     cmake/torch-cpu), so the runner, the contracts and vLLM's kernels share one process;
 #  3. parity: every fixture of fixtures/, tools/peer/fixtures/ (minimal reproducers of findings),
-#     ../shared/conformance and ../shared/conformance-attention
+#     ../shared/conformance, ../shared/conformance-attention and ../shared/conformance-next
 #     through vLLM's kernels (tools/peer/parity.py), ending with "N passed, N failed";
 #  4. with --bench: vLLM's kernels against dsv4cpu's optimized variants (tools/peer/bench_peer.py),
 #     1 and 2 threads, into build/peer/bench-vllm.json, and the dashboard out/bench/dashboard.html
@@ -50,7 +50,7 @@ cmake --build "${ext}" -j "${JOBS:-2}" --target dsv4cpu_python > /dev/null
 export PYTHONPATH="${PWD}/${ext}/python${PYTHONPATH:+:${PYTHONPATH}}"
 
 paths=(fixtures tools/peer/fixtures)
-for p in ../shared/conformance ../shared/conformance-attention; do
+for p in ../shared/conformance ../shared/conformance-attention ../shared/conformance-next; do
   if [ -d "${p}" ]; then paths+=("${p}"); fi
 done
 status=0

@@ -1,5 +1,6 @@
 #include "core/check_finite.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace dsv4cpu::detail {
@@ -18,6 +19,22 @@ void check_finite(const char* op, const char* name, const TensorView& v, int num
 void check_finite_row(const char* op, const char* name, int64_t row, const float* x, int64_t n) {
   const int64_t i = first_non_finite(x, n);
   if (i < n) fail_non_finite(op, name, {row, i}, x[i]);
+}
+
+void check_finite_rows(const char* op, const char* name, const TensorView& table,
+                       const TensorView& rows) {
+  const IndexReader row_of(rows);
+  const float* x = table.ptr<const float>();
+  const int64_t T = rows.size(0), width = table.size(1);
+  bool finite = true;  // the passing path: every token's row, no order needed
+  for (int64_t t = 0; t < T && finite; ++t)
+    finite = first_non_finite(x + row_of(t) * width, width) == width;
+  if (finite) return;
+  std::vector<int64_t> used(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) used[static_cast<size_t>(t)] = row_of(t);
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  for (int64_t row : used) check_finite_row(op, name, row, x + row * width, width);
 }
 
 void check_fp8_codes(const char* op, const char* name, const TensorView& v, int num_threads) {

@@ -33,6 +33,10 @@ int64_t first_nan_code(const uint8_t* c, int64_t n, int num_threads = 1);
 void check_finite(const char* op, const char* name, const TensorView& v, int num_threads = 1);
 // The first NaN or ±inf of row `row` (`n` values from `x`) of `name`, reported at [row, i].
 void check_finite_row(const char* op, const char* name, int64_t row, const float* x, int64_t n);
+// The rows `rows[t]` (an index array [T], validated to lie in [0, R)) of an F32 table [R, width]
+// contiguous: the first NaN or ±inf in row-major order over the table, reported at [row, i].
+void check_finite_rows(const char* op, const char* name, const TensorView& table,
+                       const TensorView& rows);
 // The first NaN code (0x7F or 0xFF: bad-input.md §4) of a C-contiguous F8_E4M3 array.
 void check_fp8_codes(const char* op, const char* name, const TensorView& v, int num_threads = 1);
 

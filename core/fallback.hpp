@@ -8,7 +8,12 @@
 namespace dsv4cpu::detail {
 
 // The kernels that may hand a call over (the two compress ops share one kernel).
-enum class Fallback : int { compress_norm_rope_store, fused_qnorm_rope_kv_insert, kSites };
+enum class Fallback : int {
+  compress_norm_rope_store,
+  fused_qnorm_rope_kv_insert,
+  inverse_gptj_rope_o_proj,
+  kSites
+};
 
 // Called at each hand-over; thread-safe.
 void count_fallback(Fallback site);

@@ -208,28 +208,31 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
   return hn::GetLane(hn::MaxOfLanes(du, m)) < 0x7F800000u;
 }
 
-// numerics.md §8.5 on n interleaved (even, odd) pairs: x[2i], x[2i+1] rotated by (c[i], s[i]).
-// `out` may alias `x`; n a multiple of Lanes / 2.
+// numerics.md §8.5 on n interleaved (even, odd) pairs: x[2i], x[2i+1] rotated by (c[i], s[i]);
+// kInverse: by (c[i], −s[i]), the rotation back of attention.md §4.2. `out` may alias `x`; the
+// pairs after the last whole vector are rotated one by one.
+template <bool kInverse = false>
 HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, const float* x,
                           size_t n, float* out) {
-#if HWY_TARGET == HWY_SCALAR
-  for (size_t i = 0; i < n; ++i)
-    rope_pair(x[2 * i], x[2 * i + 1], c[i], s[i], &out[2 * i], &out[2 * i + 1]);
-#else
+  size_t i = 0;  // values done
+#if HWY_TARGET != HWY_SCALAR
   const DF d;
   const size_t N = hn::Lanes(d);
   HWY_ALIGN float cd[kMaxLanesF], sd[kMaxLanesF];
-  for (size_t i = 0; i < 2 * n; i += N) {
+  for (; i + N <= 2 * n; i += N) {
     for (size_t j = 0; j < N; j += 2) {  // duplicated cos; −sin for even lanes, +sin for odd
+      const float sn = kInverse ? -s[(i + j) / 2] : s[(i + j) / 2];
       cd[j] = cd[j + 1] = c[(i + j) / 2];
-      sd[j] = -s[(i + j) / 2];
-      sd[j + 1] = s[(i + j) / 2];
+      sd[j] = -sn;
+      sd[j + 1] = sn;
     }
     const VF v = hn::LoadU(d, x + i);
     // even lane: fma(e, c, RN(o·(−s))); odd lane: fma(o, c, RN(e·s)).
     hn::StoreU(Fma(v, hn::Load(d, cd), hn::Mul(hn::Shuffle2301(v), hn::Load(d, sd))), d, out + i);
   }
 #endif
+  for (; i < 2 * n; i += 2)
+    rope_pair(x[i], x[i + 1], c[i / 2], kInverse ? -s[i / 2] : s[i / 2], &out[i], &out[i + 1]);
 }
 
 }  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE

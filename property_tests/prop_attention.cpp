@@ -10,7 +10,12 @@
 //                               variants then take their fp32 path), both decode modes.
 //   fused_qnorm_rope_kv_insert  the reference's bytes in q_out and in every cache byte (or the
 //                               same error), both clamp rules and both fp8_subnormals modes, with
-//                               1, 2 and 8 threads.
+//                               1, 2 and 8 threads; kv padded with garbage rows (T_ins < T_kv),
+//                               the reference's bytes without them.
+//   inverse_gptj_rope_o_proj    the reference's bits in out (or the same error), BF16 and F16 o
+//                               (normal values or any finite pattern), any even rope_dim up to D,
+//                               odd head widths, overflowing rows and non-finite o values, with 1,
+//                               2 and 8 threads.
 // Each fixed ISA is its own test (<Suite>.Amx..., <Suite>.Avx512bf16...), skipped where this
 // machine lacks it and failing where it is required (testing::isa_required).
 #include <gtest/gtest.h>
@@ -419,6 +424,115 @@ const testing::Plan kInsertRuns{false, std::nullopt, true, {1, 2, 8}};
 const bool kInsert = register_property("FusedQnormRopeKvInsert", "EqualsReference",
                                        "fused_qnorm_rope_kv_insert", kInsertRuns,
                                        insert_property);
+
+// ---- inverse_gptj_rope_o_proj ----
+
+struct InverseCase {
+  int64_t T = 1, H = 1, D = 512, rope_dim = 64, R = 8;
+  DType o_dtype = DType::BF16, pos_dtype = DType::I64;
+  bool any_bits = false;  // o: any finite bit pattern (subnormals, the largest values)
+  bool overflow = false;  // a used table row of huge values: a rotated value overflows
+  bool non_finite = false;  // one o value NaN or inf
+  Seed seed;
+};
+std::ostream& operator<<(std::ostream& os, const InverseCase& c) {
+  return os << "InverseCase{T=" << c.T << ", H=" << c.H << ", D=" << c.D
+            << ", rope_dim=" << c.rope_dim << ", R=" << c.R << ", " << dtype_name(c.o_dtype)
+            << ", " << dtype_name(c.pos_dtype) << ", any_bits=" << c.any_bits
+            << ", overflow=" << c.overflow << ", non_finite=" << c.non_finite << ", " << c.seed
+            << "}";
+}
+
+rc::Gen<InverseCase> gen_inverse_case() {
+  return rc::gen::exec([] {
+    InverseCase c;
+    c.T = *rc::gen::inRange<int64_t>(0, 9);
+    c.H = *rc::gen::weightedElement<int64_t>({{3, 3}, {1, 0}, {1, 1}, {1, 64}});
+    c.D = *rc::gen::element<int64_t>(512, 512, 128, 74, 16, 2);
+    // The model's 64, the whole head, one pair, or any even width up to D.
+    const int64_t any_even = 2 * *rc::gen::inRange<int64_t>(1, c.D / 2 + 1);
+    c.rope_dim = std::min(c.D, *rc::gen::element<int64_t>(64, 2, c.D, any_even));
+    c.R = *rc::gen::inRange<int64_t>(1, 30);
+    c.o_dtype = *rc::gen::element(DType::BF16, DType::F16);
+    c.pos_dtype = *gen_index_dtype();
+    c.any_bits = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+    c.overflow = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    c.non_finite = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    c.seed = *gen_seed();
+    return c;
+  });
+}
+
+// o: BF16 of N(0, 1) or F16 of magnitude 2^-5 .. 2^6, or any finite pattern; a table of random
+// angles.
+void inverse_property(const testing::Plan& plan) {
+  const InverseCase c = *gen_inverse_case();
+  std::mt19937_64 rng(c.seed.value);
+  std::normal_distribution<float> normal;
+  const bool f16 = c.o_dtype == DType::F16;
+  const uint16_t exp_mask = f16 ? 0x7C00 : 0x7F80;
+  std::vector<uint16_t> o(static_cast<size_t>(std::max<int64_t>(c.T * c.H * c.D, 1)));
+  for (auto& x : o) {
+    if (c.any_bits) {
+      do x = static_cast<uint16_t>(rng()); while ((x & exp_mask) == exp_mask);
+    } else if (f16) {  // sign, exponent 2^-5 .. 2^5, any mantissa
+      x = static_cast<uint16_t>((rng() % 2) << 15 | (10 + rng() % 11) << 10 | (rng() & 0x3FF));
+    } else {
+      x = to_bf16(normal(rng));
+    }
+  }
+  if (c.non_finite && c.T * c.H > 0)
+    o[rng() % o.size()] = static_cast<uint16_t>(exp_mask | (rng() % 2 ? 0x8000 : 0) |
+                                                (rng() % 2 ? 1 : 0));  // ±inf or NaN
+  const int64_t half = c.rope_dim / 2;
+  std::vector<float> table(static_cast<size_t>(c.R * c.rope_dim));
+  for (int64_t r = 0; r < c.R; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = std::uniform_real_distribution<float>(-3.2f, 3.2f)(rng);
+      table[size_t(r * c.rope_dim + i)] = std::cos(angle);
+      table[size_t(r * c.rope_dim + half + i)] = std::sin(angle);
+    }
+  std::vector<int64_t> positions;
+  for (int64_t t = 0; t < c.T; ++t)
+    positions.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.R)));
+  if (c.overflow && c.T > 0)
+    for (int64_t i = 0; i < c.rope_dim; ++i)
+      table[size_t(positions[rng() % size_t(c.T)] * c.rope_dim + i)] = 3e38f;
+  const IndexArray pos_a(positions, c.pos_dtype, c.T, kVector, 0, rng());
+
+  struct Result {
+    Outcome outcome;
+    std::vector<float> out;
+  };
+  auto call = [&](const Options& opt) {
+    Result r;
+    r.out.assign(o.size(), f32_from_bits(0xA5A5A5A5u));
+    r.outcome = capture([&] {
+      inverse_gptj_rope_o_proj(TensorView(o.data(), c.o_dtype, {c.T, c.H, c.D}), pos_a.view(),
+                               TensorView(table.data(), DType::F32, {c.R, c.rope_dim}),
+                               c.rope_dim,
+                               MutableTensorView(r.out.data(), DType::F32, {c.T, c.H, c.D}), opt);
+    });
+    return r;
+  };
+  const Result ref = call(reference());
+  RC_TAG(ref.outcome.kind.empty() ? "written" : ref.outcome.kind);
+  testing::for_each(testing::runs("inverse_gptj_rope_o_proj", plan),
+                    [&](const testing::Run& run) {
+                      const std::string label = run.label();
+                      const uint64_t handed = detail::fallback_count();
+                      const Result r = call(run.options());
+                      if (ref.outcome.kind.empty() && detail::fallback_count() != handed)
+                        RC_FAIL(label + ": handed the call to the reference, which succeeds");
+                      RC_ASSERT(r.outcome == ref.outcome);
+                      assert_same_bytes(r.out, ref.out, label + " out");
+                    });
+}
+
+const testing::Plan kInverseRuns{false, std::nullopt, true, {1, 2, 8}};
+const bool kInverse = register_property("InverseGptjRopeOProj", "EqualsReference",
+                                        "inverse_gptj_rope_o_proj", kInverseRuns,
+                                        inverse_property);
 
 }  // namespace
 }  // namespace dsv4cpu::prop

@@ -43,7 +43,9 @@ void E4m3N(const float* x, uint32_t* y, size_t n) {
     hn::StoreU(E4m3Sat(hn::LoadU(d, x + i)), DU(), y + i);
 }
 float SumSquaresN(const float* x, size_t n) { return SumSquares16(x, n); }
-void RopeN(const float* c, const float* s, const float* x, size_t pairs, float* out) {
+void RopeN(const float* c, const float* s, const float* x, size_t pairs, bool inverse,
+           float* out) {
+  if (inverse) return RopePairs<true>(c, s, x, pairs, out);
   RopePairs(c, s, x, pairs, out);
 }
 
@@ -223,20 +225,26 @@ RC_GTEST_PROP(NumericsHwy, SumSquaresAndRopeEqualScalar, ()) {
     RC_ASSERT(f32_bits(got) == f32_bits(sum_squares16(x.data(), static_cast<int>(n))));
     (void)target;
   });
+  // Any number of pairs (a tail after the last whole vector), forward or back (s negated).
+  const int np = *rc::gen::inRange(1, 33);
+  const bool inverse = *rc::gen::arbitrary<bool>();
   float c[32], s[32], rot[64], want[64];
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < np; ++i) {
     const double angle = uniform(rng, 0.0f, 6.2831855f);
     c[i] = static_cast<float>(std::cos(angle));
     s[i] = static_cast<float>(std::sin(angle));
-    rope_pair(x[2 * i % n], x[(2 * i + 1) % n], c[i], s[i], &want[2 * i], &want[2 * i + 1]);
+    rope_pair(x[2 * i % n], x[(2 * i + 1) % n], c[i], inverse ? -s[i] : s[i], &want[2 * i],
+              &want[2 * i + 1]);
   }
   std::vector<float> pairs(64);
   for (int k = 0; k < 64; ++k) pairs[k] = x[k % n];
   for_each_target([&](const std::string& target) {
-    HWY_DYNAMIC_DISPATCH(detail::opt::RopeN)(c, s, pairs.data(), 32, rot);
-    for (int k = 0; k < 64; ++k)
+    HWY_DYNAMIC_DISPATCH(detail::opt::RopeN)(c, s, pairs.data(), static_cast<size_t>(np),
+                                             inverse, rot);
+    for (int k = 0; k < 2 * np; ++k)
       if (f32_bits(rot[k]) != f32_bits(want[k]))
-        RC_FAIL("rope_pair on " + target + " differs at " + std::to_string(k));
+        RC_FAIL("rope_pair on " + target + " differs at " + std::to_string(k) + " of " +
+                std::to_string(np) + (inverse ? " pairs, inverse" : " pairs"));
   });
 }
 

@@ -111,6 +111,7 @@ float attend(const SparseMlaAttentionArgs& a, const float* q, const ColumnSet* s
 // ---- fused_qnorm_rope_kv_insert (attention.md §3) ----
 
 constexpr const char* kInsertOp = "fused_qnorm_rope_kv_insert";
+constexpr const char* kInverseRopeOp = "inverse_gptj_rope_o_proj";
 
 void widen_bf16(const uint16_t* x, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = bf16_to_f32(x[i]);
@@ -239,6 +240,37 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
     std::memcpy(cache.data(slot(t)), entry, kMlaDataBytes);
     std::memcpy(cache.scales(slot(t)), entry + kMlaDataBytes, kMlaScaleBytes);
   }
+}
+
+// ---- inverse_gptj_rope_o_proj (attention.md §4) ----
+
+void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContext& ctx) {
+  if (a.out.empty()) return;  // bad-input.md §1.5
+  const IndexReader pos(a.positions);
+  const uint16_t* o = a.o.ptr<const uint16_t>();
+  const bool f16 = a.o.dtype() == DType::F16;
+  const float* table = a.cos_sin_cache.ptr<const float>();
+  const int64_t half = a.rope_dim / 2, n = a.D - a.rope_dim;
+  std::vector<float> out(static_cast<size_t>(a.T * a.H * a.D));  // scratch: nothing written yet
+  for (int64_t t = 0; t < a.T; ++t) {
+    const float* cs = table + pos(t) * a.rope_dim;  // cos_i in column i, sin_i in half + i
+    for (int64_t h = 0; h < a.H; ++h) {
+      const uint16_t* x = o + (t * a.H + h) * a.D;
+      float* y = out.data() + (t * a.H + h) * a.D;
+      for (int64_t d = 0; d < a.D; ++d) y[d] = f16 ? f16_to_f32(x[d]) : bf16_to_f32(x[d]);  // exact
+      // §4.2: each pair (e, o') = (x[n+2i], x[n+2i+1]) rotated by numerics.md §8.5 with s negated:
+      // fma(e, c, RN(o'·s)), fma(o', c, RN(e·(−s))).
+      for (int64_t i = 0; i < half; ++i) {
+        float* pair = y + n + 2 * i;
+        rope_pair(pair[0], pair[1], cs[i], -cs[half + i], &pair[0], &pair[1]);
+      }
+      if (!ctx.check_finite) continue;
+      const std::string head = "head " + std::to_string(h) + " rotated channel";
+      for (int64_t k = n; k < a.D; ++k)
+        if (!std::isfinite(y[k])) fail_computed(kInverseRopeOp, t, pos(t), head.c_str(), k, y[k]);
+    }
+  }
+  std::memcpy(a.out.ptr<float>(), out.data(), out.size() * sizeof(float));
 }
 
 }  // namespace dsv4cpu::detail::ref

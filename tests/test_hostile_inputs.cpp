@@ -291,6 +291,13 @@ std::vector<ZeroSizeCall> zero_size_calls() {
                                     kTwo40, ScaleClamp::cpu, Fp8Subnormals::exact,
                                     MutableTensorView(nullptr, DType::BF16, {0, kTwo40, 512}), o);
        }},
+      // T = 0 tokens of 2^40 heads.
+      {"inverse_gptj_rope_o_proj",
+       [=](const Options& o) {
+         inverse_gptj_rope_o_proj(TensorView(nullptr, DType::F16, {0, kTwo40, 512}), none_i64,
+                                  TensorView(nullptr, DType::F32, {0, 64}), 64,
+                                  MutableTensorView(nullptr, DType::F32, {0, kTwo40, 512}), o);
+       }},
       {"token_positions",
        [=](const Options& o) {
          token_positions(TensorView(qsl0.data(), DType::I32, {1}), none_i32, none_i64, none_i32,

@@ -88,4 +88,23 @@ DSV4CPU_API void fused_qnorm_rope_kv_insert(
     ScaleClamp scale_clamp, Fp8Subnormals fp8_subnormals, const MutableTensorView& q_out,
     const Options& options = {});
 
+// inverse_gptj_rope_o_proj (attention.md §4): the attention output widened to fp32, the last
+// rope_dim dims of every head rotated back by the token's position (numerics.md §8.5 with sin
+// negated: out[n+2i] = fma(e, cos_i, RN(o'·sin_i)), out[n+2i+1] = fma(o', cos_i, RN(e·(-sin_i))),
+// n = D - rope_dim), before the output projection.
+// Shapes:    o BF16 or F16 [T, H, D] contiguous (sparse_mla_attention's out: D = kMainHeadDim);
+//            positions I32/I64 [T]; cos_sin_cache F32 [R, rope_dim] contiguous (cos_i in column i,
+//            sin_i in column rope_dim/2 + i; the model's table: rope_dim = kCosSinColumns);
+//            rope_dim even, 2 <= rope_dim <= D; out F32 [T, H, D] contiguous.
+// Writes:    every element of out.
+// Allocates: ref: a copy of out (4·D bytes per token and head); hwy: nothing.
+// Throws:    ValueError (rope_dim odd, below 2 or above D); ShapeError (shapes; out overlapping an
+//            input); IndexError (a position outside [0, R)); NonFiniteError (o or a used cos/sin
+//            row not finite; a non-finite rotated value).
+// Threads:   hwy: (token, head) rows split across threads.
+DSV4CPU_API void inverse_gptj_rope_o_proj(const TensorView& o, const TensorView& positions,
+                                          const TensorView& cos_sin_cache, int64_t rope_dim,
+                                          const MutableTensorView& out,
+                                          const Options& options = {});
+
 }  // namespace dsv4cpu

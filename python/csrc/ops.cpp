@@ -582,6 +582,13 @@ const std::vector<BoundOp>& bound_ops() {
              parse_fp8_subnormals(c.op().c_str(), c.text_or("fp8_subnormals", "exact")),
              c.out("q_out"), c.options());
        }},
+      {"inverse_gptj_rope_o_proj",
+       "Tensor o, Tensor positions, Tensor cos_sin_cache, int rope_dim, Tensor(a!) out", "()",
+       true, {},
+       [](Call& c) {
+         inverse_gptj_rope_o_proj(c.in("o"), c.in("positions"), c.in("cos_sin_cache"),
+                                  c.integer("rope_dim"), c.out("out"), c.options());
+       }},
       // ---- size helpers ----
       {"c128a_topk_width", "int max_model_len", "int", false, {},
        [](Call& c) { c.give(c128a_topk_width(c.integer("max_model_len"))); }},

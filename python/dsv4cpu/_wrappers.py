@@ -155,6 +155,13 @@ SPECS = {
         "``scale_clamp`` is ``'cpu'`` (default) or ``'gpu'``, ``fp8_subnormals`` ``'exact'`` "
         "(default) or ``'flush'``.",
         {"q_out": (_BF16, lambda a: (a["q"].shape[0], a["q_head_padded"], 512))}),
+    "inverse_gptj_rope_o_proj": (
+        "attention.md §4: ``o`` BF16 or F16 [T, H, D] (contiguous; the attention output) widened "
+        "into ``out`` F32 [T, H, D] (contiguous, every element written), the last ``rope_dim`` "
+        "dims of each head rotated back by the token's position: ``positions`` I32 or I64 [T] "
+        "index ``cos_sin_cache`` F32 [R, rope_dim] (cos_i in column i, sin_i in column "
+        "rope_dim/2 + i); ``rope_dim`` is even, 2 <= rope_dim <= D (64 in the model).",
+        {"out": (_F32, lambda a: tuple(a["o"].shape))}),
     "c128a_topk_width": ("Wc = ceil(max_model_len / 128) (metadata.md §7.1).", {}),
     "c128a_compact_width": (
         "The compact C128A width: the step's longest (positions[t] + 1) / 128.", {}),

@@ -1,6 +1,7 @@
 """Paths and helpers of the dsv4cpu package tests. ctest sets DSV4CPU_VERIFY, DSV4CPU_FIXTURES,
-DSV4CPU_SHARED_CONFORMANCE, DSV4CPU_SHARED_CONFORMANCE_ATTENTION and DSV4CPU_README; by hand they
-default to the release build and the folders beside the project."""
+DSV4CPU_SHARED_CONFORMANCE, DSV4CPU_SHARED_CONFORMANCE_ATTENTION, DSV4CPU_SHARED_CONFORMANCE_NEXT
+and DSV4CPU_README; by hand they default to the release build and the folders beside the
+project."""
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ VERIFY = os.environ.get("DSV4CPU_VERIFY") or os.path.join(ROOT, "build", "releas
                                                           "dsv4cpu-verify")
 SHARED_ATTENTION = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_ATTENTION") or os.path.join(
     ROOT, "..", "shared", "conformance-attention")
+SHARED_NEXT = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_NEXT") or os.path.join(
+    ROOT, "..", "shared", "conformance-next")
 README = os.environ.get("DSV4CPU_README") or os.path.join(ROOT, "README.md")
 
 

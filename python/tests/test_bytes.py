@@ -12,9 +12,9 @@ from dsv4cpu import conformance, fixtures
 from dsv4cpu._extension import ops
 from dsv4cpu._wrappers import SPECS
 
-from support import FIXTURES, SHARED, SHARED_ATTENTION, fixture_files
+from support import FIXTURES, SHARED, SHARED_ATTENTION, SHARED_NEXT, fixture_files
 
-CASES = [c for c in fixture_files(FIXTURES, SHARED, SHARED_ATTENTION)
+CASES = [c for c in fixture_files(FIXTURES, SHARED, SHARED_ATTENTION, SHARED_NEXT)
          if not fixtures.load(c[0]).expected_error]
 REGISTRY = {o["name"]: o["variants"] for o in dsv4cpu.registered_ops()}
 

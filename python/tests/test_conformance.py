@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from dsv4cpu import fixtures
-from support import FIXTURES, SHARED, SHARED_ATTENTION, conformance, verify
+from support import FIXTURES, SHARED, SHARED_ATTENTION, SHARED_NEXT, conformance, verify
 
 LAST = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
 
@@ -26,7 +26,7 @@ def case_lines(lines, status):
 
 
 def test_dsv4cpu_through_torch_every_variant():
-    shared = [d for d in (SHARED, SHARED_ATTENTION) if os.path.isdir(d)]
+    shared = [d for d in (SHARED, SHARED_ATTENTION, SHARED_NEXT) if os.path.isdir(d)]
     status, lines = conformance(FIXTURES, *shared)
     passed, failed = counts(lines)
     assert status == 0 and failed == 0 and passed > 300, lines[-30:]
@@ -47,7 +47,7 @@ def verdicts(lines):
 def test_same_verdicts_as_dsv4cpu_verify():
     """Through torch, every case line (op, case, variant, PASS/FAIL/ERROR/SKIP, detail) and the
     summary are the verifier's, for each --impl: the same runs (variants and Highway targets)."""
-    folders_ = [FIXTURES] + [d for d in (SHARED_ATTENTION,) if os.path.isdir(d)]
+    folders_ = [FIXTURES] + [d for d in (SHARED_ATTENTION, SHARED_NEXT) if os.path.isdir(d)]
     for impl in ("reference", "optimized", "all"):
         status, lines = conformance("--impl", impl, *folders_)
         verify_status, verify_lines = verify("--impl", impl, *folders_)

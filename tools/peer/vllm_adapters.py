@@ -62,6 +62,7 @@ FUNCTIONS = {
     "topk_transform_512": torch.ops._C.topk_transform_512_cpu,
     "fused_qnorm_rope_kv_insert": torch.ops._C.fused_qnorm_rope_kv_insert_cpu,
     "sparse_mla_attention": torch.ops._C.flash_mla_with_kvcache_cpu,
+    "inverse_gptj_rope_o_proj": torch.ops._C.inverse_gptj_rope_o_proj_cpu,
 }
 
 #: dsv4cpu's options that vLLM fixes to one value, with that value. A fixture with the other value
@@ -236,3 +237,15 @@ def _sparse_mla_attention(kernel, a, fixture):
            compressed_cache, compressed_slots, int(a["compressed_block_size"]), sink,
            DEFAULT_ATTENTION_SCALE if scale is None else float(scale))
     return outputs(a, out=out)
+
+
+@register("inverse_gptj_rope_o_proj")
+def _inverse_gptj_rope_o_proj(kernel, a, fixture):
+    o, rope_dim = a["o"], int(a["rope_dim"])
+    # vLLM's kernel (store_cache.cpp) has no scalar remainder: it requires D - rope_dim and
+    # rope_dim / 2 to be multiples of 16 (512 and 64 in the model).
+    if o.dim() == 3 and ((o.shape[2] - rope_dim) % 16 or (rope_dim // 2) % 16):
+        raise Unsupported(f"D={o.shape[2]}, rope_dim={rope_dim}: vLLM needs D - rope_dim and "
+                          "rope_dim / 2 to be multiples of 16")
+    return outputs(a, out=kernel(o.contiguous(), i64(a["positions"]),
+                                 a["cos_sin_cache"].contiguous(), rope_dim))

@@ -491,6 +491,15 @@ void run_fused_qnorm_rope_kv_insert(Case& c, const Options& o) {
                              subnormals, q_out, o);
 }
 
+// attention.md §4; out exact (numerics.md §11.1).
+void run_inverse_gptj_rope_o_proj(Case& c, const Options& o) {
+  const TensorView x = c.input("o");
+  const MutableTensorView out =
+      c.output("out", DType::F32, {extent(x, 0), extent(x, 1), extent(x, 2)});
+  inverse_gptj_rope_o_proj(x, c.input("positions"), c.input("cos_sin_cache"),
+                           c.integer("rope_dim"), out, o);
+}
+
 }  // namespace
 
 const std::vector<OpAdapter>& op_adapters() {
@@ -520,6 +529,7 @@ const std::vector<OpAdapter>& op_adapters() {
       {"split_indexer_prefill_chunks", run_split_indexer_prefill_chunks},
       {"sparse_mla_attention", run_sparse_mla_attention},
       {"fused_qnorm_rope_kv_insert", run_fused_qnorm_rope_kv_insert},
+      {"inverse_gptj_rope_o_proj", run_inverse_gptj_rope_o_proj},
   };
   return table;
 }

@@ -1,0 +1,110 @@
+// Optimized inverse_gptj_rope_o_proj (attention.md §4), written once with Highway and compiled for
+// every target of HWY_TARGETS; the driver at the end (HWY_ONCE) runs (token, head) rows on OpenMP
+// threads in up to two passes: with check_finite the first checks every head's rotated values
+// without writing (bad-input.md §1.2), the second writes out. Widening is exact and the
+// rotation keeps the reference's operation order (RopePairs of optimized/numerics_hwy-inl.h), so
+// the bytes equal the reference's on every target and for any thread count.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "optimized/attention_inverse_rope_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "args/attention.hpp"
+#include "core/check.hpp"
+#include "optimized/numerics_hwy-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+
+// Pairs per step of the exact check: its scratch lives on the stack.
+constexpr size_t kCheckPairs = 64;
+
+// The largest |x| of n finite bf16 or binary16 values, as the 15 bits of its magnitude: both
+// formats order finite magnitudes like their bit patterns.
+HWY_INLINE uint16_t MaxMagnitude16(const uint16_t* HWY_RESTRICT x, size_t n) {
+  const hn::ScalableTag<uint16_t> d;
+  const size_t N = hn::Lanes(d);
+  const auto mask = hn::Set(d, uint16_t{0x7FFF});
+  auto m = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) m = hn::Max(m, hn::And(hn::LoadU(d, x + i), mask));
+  uint16_t best = hn::GetLane(hn::MaxOfLanes(d, m));
+  for (; i < n; ++i) best = std::max(best, static_cast<uint16_t>(x[i] & 0x7FFF));
+  return best;
+}
+
+// The rows [begin, end) of the flattened (token, head) rows, table row positions[t] per token:
+// each row's RoPE pairs rotated back (attention.md §4.2). With `write`, o widened into out and the
+// pairs rotated there. Else (inputs known finite) each row is checked: when |x|·max_i(|c_i| +
+// |s_i|) <= 2^127 for every RoPE value x of the row, every rotated value is below 2^127·(1 +
+// 2^-23) and finite; other rows are rotated into a stack buffer, kCheckPairs pairs at a time, and
+// tested. Returns the first row with a non-finite rotated value (end when `write`).
+int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t end, bool write) {
+  const IndexReader pos(a.positions);
+  const bool f16 = a.o.dtype() == DType::F16;
+  const auto half = static_cast<size_t>(a.rope_dim / 2);
+  const int64_t n = a.D - a.rope_dim;
+  HWY_ALIGN float rot[2 * kCheckPairs];
+  double bound = 0.0;  // max_i(|c_i| + |s_i|) of the row's token
+  for (int64_t r = begin; r < end; ++r) {
+    const float* cs = a.cos_sin_cache.ptr<const float>() + pos(r / a.H) * a.rope_dim;
+    const uint16_t* x = a.o.ptr<const uint16_t>() + r * a.D;
+    if (write) {
+      float* y = a.out.ptr<float>() + r * a.D;
+      Widen16(x, f16, static_cast<size_t>(a.D), y);
+      RopePairs<true>(cs, cs + half, y + n, half, y + n);
+      continue;
+    }
+    if (r == begin || r % a.H == 0) {
+      bound = 0.0;
+      for (size_t i = 0; i < half; ++i)
+        bound = std::max(bound, std::fabs(double{cs[i]}) + std::fabs(double{cs[half + i]}));
+    }
+    const uint16_t m = MaxMagnitude16(x + n, 2 * half);
+    if (static_cast<double>(f16 ? f16_to_f32(m) : bf16_to_f32(m)) * bound <= 0x1p127) continue;
+    for (size_t i = 0; i < half; i += kCheckPairs) {
+      const size_t pairs = std::min(kCheckPairs, half - i);
+      Widen16(x + n + 2 * i, f16, 2 * pairs, rot);
+      RopePairs<true>(cs + i, cs + half + i, rot, pairs, rot);
+      for (size_t k = 0; k < 2 * pairs; ++k)
+        if (!std::isfinite(rot[k])) return r;
+    }
+  }
+  return end;
+}
+
+}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/fallback.hpp"
+#include "core/parallel.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+HWY_EXPORT(InverseRows);
+
+void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContext& ctx) {
+  const int64_t rows = a.T * a.H;
+  if (rows == 0) return;  // bad-input.md §1.5
+  const auto run = HWY_DYNAMIC_DISPATCH(InverseRows);
+  if (ctx.check_finite) {
+    // Pass 1: every row checked, nothing written (reads 2·rope_dim bytes a row).
+    const int threads = threads_for(ctx.num_threads, rows * a.rope_dim * 2);
+    if (parallel_first(rows, threads,
+                       [&](int64_t b, int64_t e) { return run(a, b, e, false); }) < rows) {
+      count_fallback(Fallback::inverse_gptj_rope_o_proj);
+      return ref::inverse_gptj_rope_o_proj(a, ctx);  // throws the reference's error
+    }
+  }
+  // Pass 2: every row of out (reads 2·D bytes a row, writes 4·D).
+  parallel_ranges(rows, threads_for(ctx.num_threads, rows * a.D * 6),
+                  [&](int64_t b, int64_t e) { run(a, b, e, true); });
+}
+
+}  // namespace dsv4cpu::detail::opt
+#endif  // HWY_ONCE
