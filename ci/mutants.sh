@@ -32,7 +32,8 @@ family_targets() {
     topk) echo prop_topk_transform test_topk_transform test_indexer_topk ;;
     metadata) echo prop_metadata test_metadata_examples test_metadata_random \
                    test_map_local_to_global_slots ;;
-    attention) echo prop_attention test_attention_sparse test_amx_attention ;;
+    attention) echo prop_attention test_attention_sparse test_amx_attention \
+                    test_inverse_gptj_rope_o_proj ;;
     insert) echo prop_attention test_attention_insert ;;
     numerics) echo prop_numerics_hwy test_numerics_fma ;;
     checks) echo test_check_scans test_hostile_inputs test_compressor_bad_input \
@@ -59,7 +60,8 @@ sync_tree
 cmake -S "$src" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4CPU_ALL_TARGETS=ON \
   -DDSV4CPU_WERROR=OFF -DDSV4CPU_BUILD_BENCH=OFF \
   -DDSV4CPU_SHARED_CONFORMANCE="$root/../shared/conformance" \
-  -DDSV4CPU_SHARED_CONFORMANCE_ATTENTION="$root/../shared/conformance-attention" > /dev/null
+  -DDSV4CPU_SHARED_CONFORMANCE_ATTENTION="$root/../shared/conformance-attention" \
+  -DDSV4CPU_SHARED_CONFORMANCE_NEXT="$root/../shared/conformance-next" > /dev/null
 
 patches=()
 for p in ci/mutants/*.patch; do
@@ -87,6 +89,7 @@ declare -A regex_of
 family_regex() {
   if [ -z "${regex_of[$1]:-}" ]; then
     local names="conformance\.embedded conformance\.shared\.all conformance\.shared_attention\.all"
+    names="$names conformance\.shared_next\.all"
     for t in $(family_targets "$1"); do
       local exe
       exe=$(find "$bld" -type f -name "$t" -perm -u+x | head -1)
