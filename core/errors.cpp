@@ -44,6 +44,21 @@ std::string format_index(const std::vector<int64_t>& idx) {
   return s + "]";
 }
 
+std::string format_text(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte >= 0x20 && byte != 0x7F) {
+      out += ch;
+      continue;
+    }
+    char buf[5];
+    std::snprintf(buf, sizeof buf, "\\x%02x", byte);
+    out += buf;
+  }
+  return out;
+}
+
 void fail_value(const char* op, const char* name, const std::string& value,
                 const std::string& problem, const std::string& expected) {
   fail<ValueError>(op, name, {}, value, problem, expected);

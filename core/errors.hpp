@@ -13,14 +13,17 @@ namespace dsv4cpu::detail {
 std::string format_float(double v);  // "nan", "inf", "-inf", else shortest round-trip text
 std::string format_f32(float v);     // the same for an fp32 value: "3e+38", not "3.00000000549e+38"
 std::string format_index(const std::vector<int64_t>& idx);  // "[3, 7]" or ""
+// Text with its control bytes (NUL included) written \xNN: what() ends at a NUL, and a message
+// names the whole value ("variant = ref\x00junk").
+std::string format_text(const std::string& text);
 
 // "<argument><index> = <value>: <problem> (expected <expected>)"
 template <class E>
 [[noreturn]] void fail(const char* op, const std::string& argument, std::vector<int64_t> index,
                        const std::string& value, const std::string& problem,
                        const std::string& expected) {
-  std::string msg = argument + format_index(index) + " = " + value + ": " + problem +
-                    " (expected " + expected + ")";
+  std::string msg = argument + format_index(index) + " = " + format_text(value) + ": " +
+                    problem + " (expected " + expected + ")";
   throw E(op, argument, std::move(index), value, msg);
 }
 

@@ -2,7 +2,6 @@
 // argument pack, reference last and always available, selected per call from Options. The lists
 // themselves, the op listing and the call path live in api/registry.hpp and api/registry.cpp.
 #pragma once
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -85,7 +84,7 @@ const Variant<Args>& select_variant(const char* op, const VariantList<Args>& lis
                                     const Options& o) {
   if (!o.variant.empty()) {
     for (const Variant<Args>& v : list)
-      if (std::strcmp(o.variant.c_str(), v.name) == 0 && available(v.dispatch)) return v;
+      if (o.variant == v.name && available(v.dispatch)) return v;  // the whole name: no NUL cut
     // The error lists the offered or the runnable variants (built only here).
     std::string offered, runnable;
     bool named = false;

@@ -126,6 +126,35 @@ TEST(Registry, VariantErrorsSayWhatTheOpOffers) {
     }
 }
 
+// Options::variant is compared as the whole string: a name with a NUL inside is no variant, and
+// the message shows the whole name. The call leaves its output alone.
+TEST(Registry, VariantIsTheWholeName) {
+  const std::vector<int64_t> local = {0};
+  const std::vector<int32_t> req = {0}, bt = {3};
+  for (const std::string& name : {std::string("ref\0junk", 8), std::string("ref\0", 4)}) {
+    Options o;
+    o.variant = name;
+    std::vector<int64_t> slots = {-7};
+    const std::string shown = name.size() == 8 ? "ref\\x00junk" : "ref\\x00";
+    const std::string message = "dsv4cpu::map_local_to_global_slots: variant = " + shown +
+                                ": unknown variant, offered by no op (expected one of ";
+    EXPECT_EQ(what_of([&] { selected_variant("map_local_to_global_slots", o); })
+                  .rfind(message, 0),
+              0u);
+    EXPECT_EQ(what_of([&] {
+                map_local_to_global_slots(TensorView(local.data(), DType::I64, {1, 1}),
+                                          TensorView(req.data(), DType::I32, {1}),
+                                          TensorView(bt.data(), DType::I32, {1, 1}), 4,
+                                          MutableTensorView(slots.data(), DType::I64, {1, 1}), o);
+              }).rfind(message, 0),
+              0u);
+    EXPECT_EQ(slots[0], -7);
+  }
+  Options o;
+  o.variant = "ref";
+  EXPECT_EQ(selected_variant("map_local_to_global_slots", o), "ref");
+}
+
 // Options::variant owns its text: the caller's string may go away.
 TEST(Registry, OptionsOwnTheVariantName) {
   for (const OpInfo& op : registered_ops()) {

@@ -69,6 +69,28 @@ def test_options_are_checked():
                                    mode="fastest")
 
 
+def test_variant_is_the_whole_name():
+    """A variant name with a NUL inside is no variant: the wrappers, the raw op and
+    selected_variant raise the unknown-variant ValueError naming the whole text, and nothing is
+    written."""
+    args = (torch.zeros(2, 3, dtype=torch.int64), REQ, TABLE, 4)
+    for name, shown in (("ref\0junk", "ref\\x00junk"), ("ref\0", "ref\\x00")):
+        message = (f"dsv4cpu::map_local_to_global_slots: variant = {shown}: unknown variant, "
+                   "offered by no op (expected one of ")
+        slots = torch.full((2, 3), -7, dtype=torch.int64)
+        with pytest.raises(dsv4cpu.ValueError) as e:
+            dsv4cpu.map_local_to_global_slots(*args, slots=slots, variant=name)
+        assert str(e.value).startswith(message) and e.value.value == name, str(e.value)
+        assert bool((slots == -7).all())
+        with pytest.raises(builtins.ValueError) as e:
+            ops.map_local_to_global_slots(*args, slots, variant=name)
+        assert type(errors.from_exception(e.value)) is dsv4cpu.ValueError
+        with pytest.raises(dsv4cpu.ValueError) as e:
+            errors.call(ops.selected_variant, "map_local_to_global_slots", variant=name)
+        assert str(e.value).startswith(message)
+    assert ops.selected_variant("map_local_to_global_slots", variant="ref") == "ref"
+
+
 def test_raw_torch_ops_raise_builtin_classes_with_the_fields():
     """Callers of torch.ops.dsv4cpu get IndexError / ValueError; from_exception rebuilds the
     dsv4cpu class from the message's last line."""
