@@ -2,17 +2,20 @@
 // safetensors I/O of dsv4cpu-fixture/1 files from and to torch tensors, the library's own results
 // for a fixture, and the verdict of numerics.md §11 on results computed elsewhere. Fixture data is
 // copied (unlike the op arguments of ops.cpp); F8_E4M3 tensors travel as uint8 where torch has no
-// float8 dtype, their names listed beside them.
+// float8 dtype, their names listed beside them. The fixture metadata values read by the verifier's
+// grammar (docs/conformance.md), so that both runners read a file alike.
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "python/csrc/binding.hpp"
+#include "tools/verify/fixture.hpp"
 #include "tools/verify/runner.hpp"
 #include "tools/verify/safetensors.hpp"
 
@@ -114,6 +117,28 @@ TensorDict run(const TensorDict& tensors, const TextDict& metadata,
   });
 }
 
+// Metadata values by the verifier's grammar (Case::integer, real, real32, boolean): a
+// FixtureError naming the key and the text when it lies outside.
+template <class T, T (verify::Case::*Read)(const std::string&, std::optional<T>)>
+T scalar(const std::string& name, const std::string& text) {
+  verify::SafetensorsFile file;
+  file.metadata[name] = text;
+  verify::Case c(file);
+  return (c.*Read)(name, std::nullopt);
+}
+int64_t integer(const std::string& name, const std::string& text) {
+  return scalar<int64_t, &verify::Case::integer>(name, text);
+}
+double real(const std::string& name, const std::string& text) {
+  return scalar<double, &verify::Case::real>(name, text);
+}
+double real32(const std::string& name, const std::string& text) {
+  return scalar<float, &verify::Case::real32>(name, text);
+}
+bool boolean(const std::string& name, const std::string& text) {
+  return scalar<bool, &verify::Case::boolean>(name, text);
+}
+
 }  // namespace
 }  // namespace dsv4cpu::python
 
@@ -129,4 +154,8 @@ TORCH_LIBRARY_FRAGMENT(dsv4cpu, m) {
   m.def("_run(Dict(str, Tensor) tensors, Dict(str, str) metadata, str[] fp8, str impl, "
         "str? variant) -> Dict(str, Tensor)",
         &run);
+  m.def("_integer(str name, str text) -> int", &integer);
+  m.def("_real(str name, str text) -> float", &real);
+  m.def("_real32(str name, str text) -> float", &real32);
+  m.def("_boolean(str name, str text) -> bool", &boolean);
 }

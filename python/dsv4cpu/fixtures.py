@@ -1,9 +1,9 @@
 """``dsv4cpu-fixture/1`` files (spec fixtures.md) from and to torch tensors, and the comparison
 contracts of numerics.md §11.
 
-The safetensors reader and writer, and the contracts, are the C++ ones of ``dsv4cpu-verify``:
-a file this module writes is read by the verifier exactly as written, and :func:`compare` gives
-the verifier's verdict.
+The safetensors reader and writer, the metadata grammar (:func:`scalar`) and the contracts are the
+C++ ones of ``dsv4cpu-verify``: a file this module writes is read by the verifier exactly as
+written, and :func:`compare` gives the verifier's verdict.
 
 fp8 (F8_E4M3) tensors load as ``torch.float8_e4m3fn`` where torch has it, else as ``torch.uint8``
 with their names in :attr:`Fixture.fp8`; :func:`save` writes uint8 tensors as F8_E4M3 when their
@@ -19,6 +19,8 @@ from . import errors
 from ._extension import FP8_ARGUMENTS, ops
 
 FORMAT = "dsv4cpu-fixture/1"
+#: The kinds of metadata values of :func:`scalar`.
+KINDS = ("integer", "real", "real32", "boolean")
 #: Metadata keys that are not scalar arguments of the op (fixtures.md).
 RUNNER_KEYS = ("format", "op", "description", "compare", "expected_error")
 
@@ -71,10 +73,20 @@ def same_bytes(a, b):
 
 
 def load(path):
-    """Reads a safetensors file (the verifier's rules: a malformed file raises RuntimeError) into
-    a :class:`Fixture`."""
+    """Reads a safetensors file (the verifier's rules: a malformed file, or a path that is not a
+    regular file of at most 4 GiB, raises RuntimeError) into a :class:`Fixture`."""
     tensors, metadata, fp8 = ops._load(str(path))
     return Fixture(str(path), tensors, metadata, fp8)
+
+
+def scalar(kind, name, text):
+    """The metadata value ``text`` of key ``name`` read as ``kind`` (:data:`KINDS`: an ``int``, a
+    ``float``, a ``float`` rounded once to fp32, a ``bool``) by the verifier's own parser, the
+    grammar of docs/conformance.md (an integer is ``-?[0-9]+``, nothing else). Text outside it
+    raises RuntimeError with the verifier's message (``scalar <name> = '<text>' is not ...``)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind '{kind}': expected one of {', '.join(KINDS)}")
+    return getattr(ops, "_" + kind)(name, text)
 
 
 def scalar_text(value):

@@ -20,6 +20,8 @@ SHARED_ATTENTION = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_ATTENTION") or os.
 SHARED_NEXT = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_NEXT") or os.path.join(
     ROOT, "..", "shared", "conformance-next")
 README = os.environ.get("DSV4CPU_README") or os.path.join(ROOT, "README.md")
+#: The metadata grammar's table (docs/conformance.md), shared with the verifier's tests.
+METADATA_TABLE = os.path.join(ROOT, "tests", "data", "fixture_metadata.json")
 
 
 def fixture_files(*folders):

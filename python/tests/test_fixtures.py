@@ -10,7 +10,7 @@ import torch
 import dsv4cpu
 from dsv4cpu import fixtures
 
-from support import FIXTURES, fixture, fixture_files, verify
+from support import FIXTURES, METADATA_TABLE, fixture, fixture_files, verify
 
 
 def special_f32():
@@ -84,6 +84,52 @@ def test_scalar_text():
     assert fixtures.scalar_text(0.1) == "0.1" and float(fixtures.scalar_text(1 / 3)) == 1 / 3
     assert fixtures.scalar_text(True) == "1" and fixtures.scalar_text(-5) == "-5"
     assert fixtures.scalar_text(math.inf) == "inf"
+    # What the writer writes, the grammar reads back as the same value.
+    for value in (0.1, 1 / 3, -1e-06, 5e-324, 1.7976931348623157e308, -math.inf, -0.0):
+        text = fixtures.scalar_text(value)
+        assert struct.pack("<d", fixtures.scalar("real", "x", text)) == struct.pack("<d", value)
+    assert math.isnan(fixtures.scalar("real", "x", fixtures.scalar_text(math.nan)))
+    for value in (0, -5, 2**63 - 1, -2**63, True, False):
+        kind = "boolean" if isinstance(value, bool) else "integer"
+        assert fixtures.scalar(kind, "x", fixtures.scalar_text(value)) == value
+
+
+def table_rows():
+    with open(METADATA_TABLE, encoding="utf-8") as f:
+        return json.load(f)["rows"]
+
+
+def shown(text):
+    """Text as an error message quotes it: control bytes as \\xNN."""
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
+
+
+def test_metadata_grammar_table():
+    """Every row of the table the verifier's test_metadata_grammar reads too, through the
+    verifier's own parser (the one the runner uses)."""
+    rows = table_rows()
+    assert len(rows) > 50
+    for row in rows:
+        kind, text = row["kind"], row["text"]
+        where = f"{kind} {text!r}"
+        if not row.get("valid", True):
+            with pytest.raises(RuntimeError) as e:
+                fixtures.scalar(kind, "key", text)
+            assert str(e.value).startswith(f"scalar key = '{shown(text)}' is not "), where
+            continue
+        value = fixtures.scalar(kind, "key", text)
+        if row.get("nan"):
+            assert math.isnan(value), where
+        elif kind == "real":
+            assert struct.pack("<d", value).hex() == \
+                bytes.fromhex(row["bits"])[::-1].hex(), where
+        elif kind == "real32":
+            assert struct.pack("<f", value).hex() == \
+                bytes.fromhex(row["bits"])[::-1].hex(), where
+        else:
+            assert value == row["value"] and type(value) is type(row["value"]), where
+    with pytest.raises(ValueError, match="kind 'int'"):
+        fixtures.scalar("int", "key", "1")
 
 
 def test_compare_exact_contract():

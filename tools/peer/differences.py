@@ -140,11 +140,12 @@ def logits_as_spec(kernel, fixture):
     heads = t["q_fp8"].shape[1]
     sections = []
     lengths = [int(v) for v in t["seq_lens"]]
-    width = int(fixture.scalars["max_seq_len"])
+    width = fixtures.scalar("integer", "max_seq_len", fixture.scalars["max_seq_len"])
     if any(n < width for n in lengths):
         sections.append("indexer.md §4.2: vLLM leaves logits past seq_len unwritten")
-    nan_keys = [_nan_keys(t["kv_cache"], t["page_table"][b], int(fixture.scalars["block_size"]),
-                          n) if heads else torch.empty(0, dtype=torch.int64)
+    block_size = fixtures.scalar("integer", "block_size", fixture.scalars["block_size"])
+    nan_keys = [_nan_keys(t["kv_cache"], t["page_table"][b], block_size, n)
+                if heads else torch.empty(0, dtype=torch.int64)
                 for b, n in enumerate(lengths)]
     if any(k.numel() for k in nan_keys):
         sections.append("numerics.md §3.1: vLLM's logits kernel decodes NaN codes as ±480")

@@ -1,13 +1,14 @@
 #include "tools/verify/fixture.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "core/checked.hpp"
+#include "core/errors.hpp"
 
 namespace dsv4cpu::verify {
 
@@ -17,12 +18,6 @@ const std::set<std::string> kRunnerKeys = {"format", "op", "description", "compa
                                            "expected_error", "check_finite"};
 
 ArrayRef ref_of(const Tensor& t) { return {t.dtype, t.shape, t.bytes.data()}; }
-
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
 
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
@@ -34,42 +29,36 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 Tolerance parse_compare(const std::string& text) {
   Tolerance t;
-  if (trim(text) == "exact") {
+  if (text == "exact") {
     t.exact = true;
     return t;
   }
   size_t pos = 0;
-  while (pos <= text.size()) {
+  while (pos < text.size()) {
     const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string item = trim(text.substr(pos, comma - pos));
+    const std::string item = text.substr(pos, comma - pos);
     pos = comma + 1;
-    if (item.empty()) {
-      if (comma == text.size()) break;
-      throw std::invalid_argument("empty item");
-    }
+    if (item.empty()) throw std::invalid_argument("empty item");
     const size_t eq = item.find('=');
     if (eq == std::string::npos) throw std::invalid_argument("'" + item + "' is not key=value");
-    const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
-    char* end = nullptr;
-    const double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || !std::isfinite(v) || v < 0)
-      throw std::invalid_argument(key + " = '" + value + "' is not a non-negative number");
-    const bool integral = v == std::floor(v) && v <= 1e6;
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "fp8_step" || key == "bf16_ulp" || key == "scale_step") {
-      if (!integral) throw std::invalid_argument(key + " = '" + value + "' is not an integer");
+      const std::optional<int64_t> v = parse_integer(value);
+      if (!v || *v < 0 || *v > 1000000)
+        throw std::invalid_argument(key + " = '" + value + "' is not an integer in [0, 1e6]");
       (key == "fp8_step"   ? t.fp8_step
        : key == "bf16_ulp" ? t.bf16_ulp
-                           : t.scale_step) = static_cast<int>(v);
-    } else if (key == "rtol") {
-      t.rtol = v;
-    } else if (key == "atol") {
-      t.atol = v;
-    } else if (key == "bound_factor") {
-      t.bound_factor = v;
-    } else {
-      throw std::invalid_argument("unknown key '" + key + "'");
+                           : t.scale_step) = static_cast<int>(*v);
+      continue;
     }
+    if (key != "rtol" && key != "atol" && key != "bound_factor")
+      throw std::invalid_argument("unknown key '" + key + "'");
+    const std::optional<double> v = parse_real(value);
+    if (!v || !std::isfinite(*v) || *v < 0)
+      throw std::invalid_argument(key + " = '" + value + "' is not a non-negative number");
+    (key == "rtol" ? t.rtol : key == "atol" ? t.atol : t.bound_factor.emplace()) = *v;
   }
+  if (!text.empty() && text.back() == ',') throw std::invalid_argument("empty item");
   return t;
 }
 
@@ -165,20 +154,89 @@ const std::string* Case::lookup(const std::string& name, bool has_default) {
 
 namespace {
 
-[[noreturn]] void bad_scalar(const std::string& name, const std::string& text, const char* what) {
-  throw FixtureError("scalar " + name + " = '" + text + "' is not " + what);
+bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+// The length of the run of digits of `s` from `i`.
+size_t digits(const std::string& s, size_t i) {
+  size_t n = 0;
+  while (i + n < s.size() && is_digit(s[i + n])) ++n;
+  return n;
 }
 
-// strtod / strtof over the whole text.
+// True when `s` is a real of the grammar (fixture.hpp); `finite` tells whether it is a decimal.
+bool real_text(const std::string& s, bool* finite) {
+  const size_t sign = !s.empty() && s[0] == '-' ? 1 : 0;
+  const std::string body = s.substr(sign);
+  *finite = false;
+  if (body == "inf") return true;
+  if (body == "nan") return sign == 0;
+  size_t i = sign;
+  const size_t whole = digits(s, i);
+  i += whole;
+  size_t fraction = 0;
+  if (i < s.size() && s[i] == '.') {
+    fraction = digits(s, i + 1);
+    i += 1 + fraction;
+  }
+  if (whole == 0 && fraction == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    const size_t exponent = digits(s, i);
+    if (exponent == 0) return false;
+    i += exponent;
+  }
+  *finite = true;
+  return i == s.size();
+}
+
+// strtod / strtof of a real of the grammar: a decimal beyond the range is outside it.
 template <class T, T (*Parse)(const char*, char**)>
-T parse_real(const std::string& name, const std::string& text) {
-  char* end = nullptr;
-  const T v = Parse(text.c_str(), &end);
-  if (text.empty() || *end != '\0') bad_scalar(name, text, "a number");
+std::optional<T> parse_real_as(const std::string& text) {
+  bool finite = false;
+  if (!real_text(text, &finite)) return std::nullopt;
+  const T v = Parse(text.c_str(), nullptr);
+  if (finite && std::isinf(v)) return std::nullopt;
   return v;
 }
 
+[[noreturn]] void bad_scalar(const std::string& name, const std::string& text, const char* what) {
+  throw FixtureError("scalar " + name + " = '" + detail::format_text(text) + "' is not " + what);
+}
+
 }  // namespace
+
+std::optional<int64_t> parse_integer(const std::string& text) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const size_t first = negative ? 1 : 0;
+  if (text.size() == first || digits(text, first) != text.size() - first) return std::nullopt;
+  // Accumulated negatively: -2^63 has no positive counterpart.
+  int64_t v = 0;
+  for (size_t i = first; i < text.size(); ++i) {
+    const int d = text[i] - '0';
+    if (v < (std::numeric_limits<int64_t>::min() + d) / 10) return std::nullopt;
+    v = v * 10 - d;
+  }
+  if (!negative) {
+    if (v == std::numeric_limits<int64_t>::min()) return std::nullopt;
+    v = -v;
+  }
+  return v;
+}
+
+std::optional<double> parse_real(const std::string& text) {
+  return parse_real_as<double, std::strtod>(text);
+}
+
+std::optional<float> parse_real32(const std::string& text) {
+  return parse_real_as<float, std::strtof>(text);
+}
+
+std::optional<bool> parse_boolean(const std::string& text) {
+  if (text == "1" || text == "true") return true;
+  if (text == "0" || text == "false") return false;
+  return std::nullopt;
+}
 
 bool Case::has(const std::string& name) { return scalar(name) != nullptr; }
 
@@ -190,29 +248,33 @@ std::string Case::text(const std::string& name, std::optional<std::string> def) 
 int64_t Case::integer(const std::string& name, std::optional<int64_t> def) {
   const std::string* s = lookup(name, def.has_value());
   if (s == nullptr) return *def;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s->c_str(), &end, 10);
-  if (s->empty() || *end != '\0' || errno == ERANGE) bad_scalar(name, *s, "a 64-bit integer");
-  return v;
+  const std::optional<int64_t> v = parse_integer(*s);
+  if (!v) bad_scalar(name, *s, "a 64-bit integer");
+  return *v;
 }
 
 double Case::real(const std::string& name, std::optional<double> def) {
   const std::string* s = lookup(name, def.has_value());
-  return s ? parse_real<double, std::strtod>(name, *s) : *def;
+  if (s == nullptr) return *def;
+  const std::optional<double> v = parse_real(*s);
+  if (!v) bad_scalar(name, *s, "a number");
+  return *v;
 }
 
 float Case::real32(const std::string& name, std::optional<float> def) {
   const std::string* s = lookup(name, def.has_value());
-  return s ? parse_real<float, std::strtof>(name, *s) : *def;
+  if (s == nullptr) return *def;
+  const std::optional<float> v = parse_real32(*s);
+  if (!v) bad_scalar(name, *s, "a number within fp32");
+  return *v;
 }
 
 bool Case::boolean(const std::string& name, std::optional<bool> def) {
   const std::string* s = lookup(name, def.has_value());
   if (s == nullptr) return *def;
-  if (*s == "1" || *s == "true") return true;
-  if (*s == "0" || *s == "false") return false;
-  bad_scalar(name, *s, "a boolean (0, 1, true, false)");
+  const std::optional<bool> v = parse_boolean(*s);
+  if (!v) bad_scalar(name, *s, "a boolean (0, 1, true, false)");
+  return *v;
 }
 
 Verdict Case::check(const Tolerance& tol) const {

@@ -27,6 +27,18 @@ using testing::Verdict;
 // std::invalid_argument naming the bad key or value.
 Tolerance parse_compare(const std::string& text);
 
+// The grammar of fixture metadata values (docs/conformance.md), the one parser of dsv4cpu-verify
+// and the Python runner; nullopt for text outside it:
+//   integer  -?[0-9]+, within int64 (no sign '+', no space, no other byte)
+//   real     -?([0-9]+(.[0-9]*)?|.[0-9]+)([eE][-+]?[0-9]+)?, rounded once to binary64 (a finite
+//            text beyond its range is outside), or inf, -inf, nan
+//   real32   the same, rounded once to binary32
+//   boolean  0, 1, true, false
+std::optional<int64_t> parse_integer(const std::string& text);
+std::optional<double> parse_real(const std::string& text);
+std::optional<float> parse_real32(const std::string& text);
+std::optional<bool> parse_boolean(const std::string& text);
+
 // A problem of the fixture itself, found by the verifier (not raised by the library).
 class FixtureError : public std::runtime_error {
  public:
@@ -69,15 +81,15 @@ class Case {
   // narrower dtype than the output) + 256 MiB (outputs without an expected tensor).
   int64_t output_limit() const noexcept { return output_limit_; }
 
-  // ---- scalars (__metadata__, decimal text); reading a key marks it as used ----
+  // ---- scalars (__metadata__, the grammar above); reading a key marks it as used ----
   bool has(const std::string& name);
-  // Without a default an absent scalar is a FixtureError.
+  // Without a default an absent scalar is a FixtureError, as is text outside the grammar.
   std::string text(const std::string& name, std::optional<std::string> def = std::nullopt);
   int64_t integer(const std::string& name, std::optional<int64_t> def = std::nullopt);
   double real(const std::string& name, std::optional<double> def = std::nullopt);
   // An fp32 argument, rounded once from the decimal text.
   float real32(const std::string& name, std::optional<float> def = std::nullopt);
-  bool boolean(const std::string& name, std::optional<bool> def = std::nullopt);  // 0/1/true/false
+  bool boolean(const std::string& name, std::optional<bool> def = std::nullopt);
 
   // ---- after the call ----
   // Compares every expected.* tensor of the file with the op's result (tol.exact forces exact).

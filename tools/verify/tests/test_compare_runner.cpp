@@ -314,7 +314,7 @@ TEST(VerifyCase, ParseCompareOverride) {
   EXPECT_EQ(d.fp8_step, 1);
   EXPECT_FALSE(d.bound_factor.has_value());
   const Tolerance t = parse_compare(
-      "fp8_step=2, bf16_ulp=0,scale_step=0,rtol=1e-3,atol=1e-9,"
+      "fp8_step=2,bf16_ulp=0,scale_step=0,rtol=1e-3,atol=1e-9,"
       "bound_factor=4");
   EXPECT_EQ(t.fp8_step, 2);
   EXPECT_EQ(t.bf16_ulp, 0);
@@ -327,6 +327,12 @@ TEST(VerifyCase, ParseCompareOverride) {
   EXPECT_THROW(parse_compare("rtol=-1"), std::invalid_argument);
   EXPECT_THROW(parse_compare("rtol"), std::invalid_argument);
   EXPECT_THROW(parse_compare("exact,rtol=1"), std::invalid_argument);
+  // The metadata grammar: no space, no sign '+', no trailing comma.
+  EXPECT_THROW(parse_compare("fp8_step=2, bf16_ulp=0"), std::invalid_argument);
+  EXPECT_THROW(parse_compare(" exact"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("fp8_step=+2"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("rtol=1e-3,"), std::invalid_argument);
+  EXPECT_THROW(parse_compare("rtol=inf"), std::invalid_argument);
 }
 
 TEST(VerifyCase, ScalarParsingAndDefaults) {
