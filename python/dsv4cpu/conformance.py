@@ -23,14 +23,18 @@ dsv4cpu: the named class or a subclass) and leaves every buffer unchanged.
 Prints one line per case and variant (op, case, variant, PASS/FAIL/ERROR/SKIP, detail: the
 verdicts of ``dsv4cpu-verify``), a per-op table and ``N passed, N failed`` last (errors count as
 failed; ``, N skipped`` follows when a case was skipped); exits 0 only when no case failed and at
-least one passed.
+least one passed. Folders are walked as the verifier walks them (FIFOs, devices and sockets
+skipped unopened), metadata values are read by the verifier's grammar, and a file that cannot be
+judged gives an ERROR line with its reason, then the run goes on (docs/conformance.md).
 """
 import argparse
 import contextlib
 import importlib
 import inspect
 import json
+import math
 import os
+import stat
 import sys
 import xml.etree.ElementTree as ET
 
@@ -46,9 +50,9 @@ GARBAGE = 0xA5
 #: dsv4cpu's dtype names (fixtures.md) of the torch dtypes of fixture tensors.
 _DTYPE_NAMES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16",
                 torch.uint8: "U8", torch.int32: "I32", torch.int64: "I64"}
-#: Outputs the runner allocates for an expected_error case larger than this (elements) are
-#: allocated empty: the call must fail on its inputs anyway.
-MAX_FALLBACK_ELEMENTS = 1 << 24
+#: The largest extent of an output the runner shapes for an expected_error case from the op's
+#: rule (dsv4cpu-verify's): a larger or negative one is 0, and the op reports the scalar behind it.
+MAX_FALLBACK_EXTENT = 1 << 20
 
 
 class Unsupported(Exception):
@@ -122,33 +126,38 @@ def _result_names(op):
     return [a.name for a in sch.arguments if is_written(a)] + [r.name for r in sch.returns]
 
 
-def scalar_value(text, type_text):
-    """Fixture text to a Python value of the parameter's type (guessed when unknown)."""
+def _scalar(kind, name, text):
+    """A metadata value by the verifier's grammar (:func:`dsv4cpu.fixtures.scalar`)."""
+    try:
+        return fixtures.scalar(kind, name, text)
+    except RuntimeError as e:  # the verifier's FixtureError
+        raise FixtureProblem(str(e)) from None
+
+
+#: The grammar kind of each parameter type (str: the text as it is).
+_KIND_OF_TYPE = {"bool": "boolean", "int": "integer", "SymInt": "integer", "float": "real"}
+
+
+def scalar_value(name, text, type_text):
+    """The fixture text of scalar ``name`` as a value of the parameter's type, read by the
+    verifier's grammar; for an unknown type the first of integer, real, boolean that reads it,
+    else the text."""
     base = type_text[9:-1] if type_text.startswith("Optional[") else type_text
-    if base in ("bool",):
-        if text in ("1", "true"):
-            return True
-        if text in ("0", "false"):
-            return False
-        raise FixtureProblem(f"'{text}' is not a boolean")
-    if base in ("int", "SymInt"):
-        try:
-            return int(text)
-        except ValueError:
-            raise FixtureProblem(f"'{text}' is not an integer") from None
-    if base == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise FixtureProblem(f"'{text}' is not a number") from None
+    if base in _KIND_OF_TYPE:
+        return _scalar(_KIND_OF_TYPE[base], name, text)
     if base in ("str", "string"):
         return text
-    for convert in (int, float):
+    for kind in ("integer", "real", "boolean"):
         try:
-            return convert(text)
-        except ValueError:
+            return fixtures.scalar(kind, name, text)
+        except RuntimeError:
             pass
-    return {"true": True, "false": False}.get(text, text)
+    return text
+
+
+def _plausible(extent):
+    """dsv4cpu-verify's bound of an output extent a scalar gives: itself in [0, 2^20], else 0."""
+    return extent if 0 <= extent <= MAX_FALLBACK_EXTENT else 0
 
 
 def _garbage(shape, dtype):
@@ -165,14 +174,14 @@ def _state_cache_view(base, fixture):
     if base.dim() != 2:
         return base
     t, s = fixture.inputs, fixture.scalars
+    sbs = _scalar("integer", "state_block_size", s["state_block_size"])
     try:
-        sbs = int(s["state_block_size"])
         if "kv" in t:
             row = 2 * t["kv"].shape[1]
         else:
-            row = 2 * (t["gather_slots"].shape[1] // int(s["compress_ratio"])) \
-                * t["rms_norm_weight"].shape[0]
-    except (KeyError, ValueError, IndexError, ZeroDivisionError) as e:
+            ratio = _scalar("integer", "compress_ratio", s["compress_ratio"])
+            row = 2 * (t["gather_slots"].shape[1] // ratio) * t["rms_norm_weight"].shape[0]
+    except (KeyError, IndexError, ZeroDivisionError) as e:
         raise FixtureProblem(f"a 2-D state_cache needs state_block_size and its row width: {e}")
     if row <= 0 or sbs < 1 or sbs * row > base.shape[1]:
         raise FixtureProblem(f"state_cache pages of {base.shape[1]} floats cannot hold "
@@ -202,7 +211,7 @@ class Call:
                 self.arguments[p.name] = self.buffers[p.name] = _garbage(
                     expected[p.name].shape, expected[p.name].dtype)
             elif p.name in scalars:
-                self.arguments[p.name] = scalar_value(scalars[p.name], p.type)
+                self.arguments[p.name] = scalar_value(p.name, scalars[p.name], p.type)
             elif p.has_default:
                 pass
             elif p.name in outputs:  # an expected_error case has no expected.* to shape it
@@ -231,19 +240,34 @@ class Call:
         self.before = {n: t.clone() for n, t in self.buffers.items() if t is not None}
 
     def _fallback(self, name):
-        op = self.fixture.op
+        """Output ``name`` without an expected.* tensor (an expected_error case), shaped by the
+        op's rule as dsv4cpu-verify shapes it: an extent a scalar gives is 0 when it lies outside
+        [0, 2^20] (the op then reports the scalar), any other is at least 0, and the output stays
+        within the verifier's byte limit. A dsv4cpu error the rule raises is the op's error
+        (run_case judges it)."""
+        op, fixture = self.fixture.op, self.fixture
         dtype = SPECS[op][1][name][0]
-        shape_keys = {k: int(v) for k, v in self.fixture.scalars.items() if k in SHAPE_KEYS}
-        try:
-            shape = output_shape(op, {**self.arguments, **shape_keys}, name)
-        except Exception:  # inputs too broken for the rule: the call must fail on them anyway
-            shape = (0,)
+        arguments = {**self.arguments, **{k: _scalar("integer", k, v)
+                                          for k, v in fixture.scalars.items() if k in SHAPE_KEYS}}
+        shape = output_shape(op, arguments, name)
         if shape is None:
             return None
-        n = 1
-        for e in shape:
-            n *= max(int(e), 0)
-        return _garbage(shape if n <= MAX_FALLBACK_ELEMENTS else (0,) * len(shape), dtype)
+        # The extents the scalars give are those that change when every integer scalar is
+        # brought into [0, 2^20].
+        try:
+            bounded = output_shape(op, {k: _plausible(v) if type(v) is int else v
+                                        for k, v in arguments.items()}, name)
+        except Exception:  # noqa: BLE001 - the rule rejects the bounded scalars: bound them all
+            bounded = None
+        shape = tuple(max(e, 0) if bounded is not None and e == b else _plausible(e)
+                      for e, b in zip(shape, bounded or shape))
+        limit = 8 * sum(t.numel() * t.element_size() for t in fixture.tensors.values()) + (1 << 28)
+        if math.prod(shape) * torch.empty((), dtype=dtype).element_size() > limit:
+            dims = ", ".join(str(e) for e in shape)
+            raise FixtureProblem(f"output '{name}' {_DTYPE_NAMES.get(dtype, str(dtype))} [{dims}] "
+                                 f"exceeds the verifier's limit of {limit} bytes (8 x the file's "
+                                 "tensor bytes + 256 MiB)")
+        return _garbage(shape, dtype)
 
     def results(self, returned):
         """Every expected output by name: the buffers after the call and what the call
@@ -407,26 +431,28 @@ class Result:
 
 
 def run_case(fixture, target, function, extra, warnings):
-    """One call of ``function`` on ``fixture``: (status, type, detail, error)."""
+    """One call of ``function`` on ``fixture``: (status, type, detail, error). A dsv4cpu error
+    raised while the outputs are prepared (an output extent from a bad scalar) is judged as the
+    op's error; any other exception there is an ERROR."""
     op, kind = fixture.op, fixture.expected_error
     custom = _ADAPTERS.get((target.name, op))
     canonical = getattr(ops, op) if custom is not None and op in FP8_ARGUMENTS else function
+    call = None
     try:
         call = Call(fixture, parameters_of(canonical), target.strict and custom is None, warnings)
         call.arguments.update(extra)
-    except FixtureProblem as e:
-        return "ERROR", "fixture", f"fixture: {e}", ""
-    except Unsupported as e:
-        return "SKIP", "", str(e), ""
-    try:
         if custom is not None:
             returned = custom(function, call.arguments, fixture)
         else:
             returned = function(**call.arguments)
+    except FixtureProblem as e:
+        return "ERROR", "fixture", f"fixture: {e}", ""
     except Unsupported as e:
         return "SKIP", "", str(e), ""
     except Exception as exc:  # the implementation's error, judged below
         typed = errors.from_exception(exc)
+        if call is None and typed is None:
+            return "ERROR", "exception", f"preparing the call: {type(exc).__name__}: {exc}", ""
         text = str(typed or exc)
         if not kind:  # an error the fixture does not expect: the case cannot be judged
             if typed:
@@ -435,7 +461,7 @@ def run_case(fixture, target, function, extra, warnings):
         ok, detail = target.raised_as_expected(exc, kind)
         if not ok:
             return "FAIL", "wrong_exception", detail, text
-        written = call.written_buffers()
+        written = call.written_buffers() if call is not None else []
         if written:
             return "FAIL", "written_before_exception", written[0], text
         return "PASS", "", detail, text
@@ -493,20 +519,55 @@ def run_file(path, name, target):
     return results, warnings
 
 
+def _scan(root, folder, found):
+    """dsv4cpu-verify's folder walk: the *.safetensors regular files (or symbolic links to them)
+    under ``folder`` as (path, name relative to ``root``, ""); folders are entered unless they
+    are symbolic links; FIFOs, devices and sockets are skipped, never opened; an entry or a folder
+    that cannot be read is (path, name, why)."""
+    def name(p):
+        return os.path.relpath(p, root).replace(os.sep, "/")
+    try:
+        with os.scandir(folder) as entries:
+            listed = list(entries)
+    except OSError as e:
+        found.append((folder, name(folder), f"cannot read folder: {e.strerror}"))
+        return
+    for entry in listed:
+        if entry.is_dir(follow_symlinks=False):
+            _scan(root, entry.path, found)
+        elif entry.name.endswith(".safetensors") and entry.name != ".safetensors":
+            try:
+                regular = stat.S_ISREG(os.stat(entry.path).st_mode)
+            except OSError as e:  # a symbolic link loop, a dangling link
+                found.append((entry.path, name(entry.path), f"cannot read: {e.strerror}"))
+                continue
+            if regular:
+                found.append((entry.path, name(entry.path), ""))
+
+
 def collect(path):
-    """Files as given; folders searched recursively for *.safetensors, sorted by relative path.
-    None when the path does not exist."""
-    if os.path.isfile(path):
-        return [(path, os.path.basename(path))]
-    if not os.path.isdir(path):
-        return None
+    """dsv4cpu-verify's files of a PATH: a regular file as given; a folder searched recursively
+    (:func:`_scan`), sorted by relative path. Each as (path, name, why it cannot be read or "");
+    a str saying why when the path is neither."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"no such file or folder: {path}"
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror}"
+    if stat.S_ISREG(mode):
+        return [(path, os.path.basename(path), "")]
+    if not stat.S_ISDIR(mode):
+        return f"not a regular file or folder: {path}"
     found = []
-    for root, _, files in os.walk(path):
-        for f in files:
-            if f.endswith(".safetensors"):
-                full = os.path.join(root, f)
-                found.append((full, os.path.relpath(full, path).replace(os.sep, "/")))
+    _scan(path, path, found)
     return sorted(found, key=lambda item: item[1])
+
+
+def printable(text):
+    """Fixture text (file and op names, messages) with control characters shown as '?', as
+    dsv4cpu-verify prints it: no file can forge result lines or send terminal escapes."""
+    return "".join("?" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
 
 
 def counts(results):
@@ -569,7 +630,8 @@ def print_table(results, width):
     for op in sorted(rows):
         passed, failed, skipped = counts(rows[op])
         variants = sorted({r.variant for r in rows[op] if r.status != "SKIP"})
-        print(f"{op:<{width}}  {passed:>6}  {failed:>6}  {skipped:>7}  {', '.join(variants)}")
+        print(f"{printable(op):<{width}}  {passed:>6}  {failed:>6}  {skipped:>7}  "
+              f"{', '.join(variants)}")
     print()
 
 
@@ -599,8 +661,8 @@ def main(argv=None):
     files, paths_ok = [], True
     for p in args.paths:
         found = collect(p)
-        if found is None:
-            print(f"dsv4cpu.conformance: no such file or folder: {p}", file=sys.stderr)
+        if isinstance(found, str):
+            print(f"dsv4cpu.conformance: {found}", file=sys.stderr)
             paths_ok = False
         else:
             files += found
@@ -609,12 +671,21 @@ def main(argv=None):
 
     width = max([len(op) for op in SPECS] + [2])
     results = []
-    for path, name in files:
-        found, warnings = run_file(path, name, target)
+    for path, name, unreadable in files:
+        if unreadable:
+            found, warnings = [Result("?", name, "-", "ERROR", unreadable,
+                                      type="unreadable_file")], ()
+        else:
+            try:
+                found, warnings = run_file(path, name, target)
+            except Exception as e:  # the file cannot be judged: its line, then the next file
+                found, warnings = [Result("?", name, "-", "ERROR", f"{type(e).__name__}: {e}",
+                                          type="exception")], ()
         for w in sorted(warnings):
-            print(f"warning: {name}: {w}", file=sys.stderr)
+            print(f"warning: {printable(name)}: {printable(w)}", file=sys.stderr)
         for r in found:
-            print(f"{r.op:<{width}}  {r.name}  {r.variant}  {r.status}  {r.detail}", flush=True)
+            print(f"{printable(r.op):<{width}}  {printable(r.name)}  {r.variant}  {r.status}  "
+                  f"{printable(r.detail)}", flush=True)
         results += found
     passed, failed, skipped = counts(results)
     print_table(results, width)

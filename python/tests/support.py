@@ -41,27 +41,31 @@ def fixture(op, name):
     return os.path.join(FIXTURES, op, name + ".safetensors")
 
 
-def run(args, cwd=None):
-    """Runs a command with this package and the test targets importable; (status, stdout)."""
+def run(args, cwd=None, timeout=None):
+    """Runs a command with this package and the test targets importable; (status, stdout). A
+    command still running after ``timeout`` seconds fails the test."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([HERE, *sys.path])
-    done = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, check=False)
+    try:
+        done = subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{args} still running after {timeout} s; its output: {e.output}")
     return done.returncode, done.stdout
 
 
-def conformance(*args):
+def conformance(*args, timeout=None):
     """python3 -m dsv4cpu.conformance ARGS: (status, stdout lines)."""
-    status, out = run([sys.executable, "-m", "dsv4cpu.conformance", *args])
+    status, out = run([sys.executable, "-m", "dsv4cpu.conformance", *args], timeout=timeout)
     return status, out.rstrip("\n").split("\n")
 
 
-def verify(*args):
+def verify(*args, timeout=None):
     """dsv4cpu-verify ARGS: (status, stdout lines)."""
     if not os.path.exists(VERIFY):
         if os.environ.get("DSV4CPU_VERIFY"):
             pytest.fail(f"dsv4cpu-verify not found at {VERIFY} (DSV4CPU_VERIFY)")
         pytest.skip(f"no dsv4cpu-verify at {VERIFY}: build the release preset or set "
                     f"DSV4CPU_VERIFY")
-    status, out = run([VERIFY, *args])
+    status, out = run([VERIFY, *args], timeout=timeout)
     return status, out.rstrip("\n").split("\n")

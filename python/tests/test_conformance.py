@@ -3,10 +3,11 @@ incomplete, with an adapter), and its reports."""
 import json
 import os
 import re
+import socket
 import xml.etree.ElementTree as ET
 
 from dsv4cpu import fixtures
-from support import FIXTURES, SHARED, SHARED_ATTENTION, SHARED_NEXT, conformance, verify
+from support import FIXTURES, SHARED, SHARED_ATTENTION, SHARED_NEXT, conformance, fixture, verify
 
 LAST = re.compile(r"^(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
 
@@ -147,3 +148,92 @@ def test_adapter_and_suffix():
 def test_missing_path_fails():
     status, lines = conformance(os.path.join(FIXTURES, "does_not_exist"))
     assert status == 1 and lines[-1] == "0 passed, 0 failed"
+
+
+def error_case(folder, name, op, source, key, value, expected_error):
+    """The embedded fixture op/source as an expected_error case with ``key`` = ``value``."""
+    f = fixtures.load(fixture(op, source))
+    fixtures.save(str(folder / name), op, f.inputs, {}, fp8=f.fp8, expected_error=expected_error,
+                  **{**f.scalars, key: value})
+
+
+def hostile_folder(folder):
+    """A FIFO, a socket, a link to /dev/zero and a dangling link (named *.safetensors);
+    expected_error cases whose scalar makes an output extent negative or huge; a malformed file;
+    integers outside the grammar; and a passing fixture last. Returns the socket (open while the
+    runners walk the folder)."""
+    os.mkfifo(folder / "a_fifo.safetensors")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(folder / "a_socket.safetensors"))
+    os.symlink("/dev/zero", folder / "b_zero.safetensors")
+    os.symlink("absent", folder / "b_dangling.safetensors")
+    insert, logits = "fused_qnorm_rope_kv_insert", "fp8_paged_mqa_logits"
+    error_case(folder, "c_q_head_padded.safetensors", insert, "spec_example_3_5", "q_head_padded",
+               -1, "ValueError")
+    error_case(folder, "d_window.safetensors", "swa_window_indices", "spec_example_w4", "window",
+               -5, "ValueError")
+    error_case(folder, "e_max_seq_len.safetensors", logits, "h64_single_page", "max_seq_len", -7,
+               "ValueError")
+    error_case(folder, "f_q_head_padded_huge.safetensors", insert, "spec_example_3_5",
+               "q_head_padded", 2**40, "ShapeError")
+    error_case(folder, "f_window_huge.safetensors", "swa_window_indices", "spec_example_w4",
+               "window", 2**62, "ShapeError")
+    (folder / "g_malformed.safetensors").write_bytes(b"\x09" + b"\x00" * 7 + b"{not json")
+    spec = fixtures.load(fixture("map_local_to_global_slots", "spec_example"))
+    for name, text in (("h_integer_plus", "+4"), ("i_integer_nul", "4\0")):
+        fixtures.save(str(folder / f"{name}.safetensors"), spec.op, spec.inputs, spec.expected,
+                      block_size=text)
+    fixtures.save(str(folder / "z_pass.safetensors"), spec.op, spec.inputs, spec.expected,
+                  **spec.scalars)
+    return sock
+
+
+def test_hostile_folder_every_file_reported(tmp_path):
+    """Non-regular files are skipped unopened, a dangling link and a malformed file are ERROR
+    lines, an output extent from a bad scalar lets the op's error be judged, text outside the
+    grammar is an ERROR naming it, and the files after all of them are still reported: the same
+    lines as dsv4cpu-verify."""
+    sock = hostile_folder(tmp_path)
+    try:
+        status, lines = conformance("--impl", "reference", str(tmp_path), timeout=600)
+        verify_status, verify_lines = verify("--impl", "reference", str(tmp_path), timeout=600)
+    finally:
+        sock.close()
+    assert status == verify_status == 1
+    assert verdicts(lines) == verdicts(verify_lines), (lines, verify_lines)
+    text = "\n".join(lines)
+    assert "a_fifo" not in text and "a_socket" not in text and "b_zero" not in text
+    expected = [
+        "? b_dangling.safetensors - ERROR cannot read: No such file or directory",
+        "fused_qnorm_rope_kv_insert c_q_head_padded.safetensors ref PASS ValueError as expected",
+        "swa_window_indices d_window.safetensors ref PASS ValueError as expected",
+        "fp8_paged_mqa_logits e_max_seq_len.safetensors ref PASS ValueError as expected",
+        "fused_qnorm_rope_kv_insert f_q_head_padded_huge.safetensors ref PASS ShapeError as "
+        "expected",
+        "swa_window_indices f_window_huge.safetensors ref PASS ShapeError as expected",
+        "? g_malformed.safetensors - ERROR malformed safetensors: header is not valid JSON",
+        "map_local_to_global_slots h_integer_plus.safetensors ref ERROR fixture: scalar "
+        "block_size = '+4' is not a 64-bit integer",
+        "map_local_to_global_slots i_integer_nul.safetensors ref ERROR fixture: scalar "
+        "block_size = '4\\x00' is not a 64-bit integer",
+        "map_local_to_global_slots z_pass.safetensors ref PASS exact"]
+    got = verdicts(lines)
+    assert len(got) == len(expected), got
+    for want, line in zip(sorted(expected), got):
+        assert line.startswith(want), (want, line)
+    assert lines[-1] == verify_lines[-1] == "6 passed, 4 failed"
+
+
+def test_unusable_paths_as_the_verifier(tmp_path):
+    """A FIFO or a link to a device given as PATH is refused (never opened), as by the
+    verifier."""
+    os.mkfifo(tmp_path / "fifo.safetensors")
+    os.symlink("/dev/zero", tmp_path / "zero.safetensors")
+    for name in ("fifo.safetensors", "zero.safetensors"):
+        path = str(tmp_path / name)
+        status, lines = conformance(path, timeout=600)
+        verify_status, verify_lines = verify(path, timeout=600)
+        assert status == verify_status == 1
+        assert f"not a regular file or folder: {path}" in "\n".join(lines)
+        assert f"not a regular file or folder: {path}" in "\n".join(verify_lines)
+        assert lines[-1] == verify_lines[-1] == "0 passed, 0 failed"

@@ -121,11 +121,12 @@ def main(argv=None):
     files = []
     for p in args.paths:
         found = collect(p)
-        if found is None:
-            print(f"parity.py: no such file or folder: {p}", file=sys.stderr)
+        if isinstance(found, str):
+            print(f"parity.py: {found}", file=sys.stderr)
             return 2
         top = os.path.basename(os.path.normpath(p))
-        files += [(path, f"{top}/{name}") for path, name in found]
+        # An entry that cannot be read is judged too: loading it fails with its reason.
+        files += [(path, f"{top}/{name}") for path, name, _ in found]
     work = Worker()
     cases, seen_known = [], set()
     for path, name in files:

@@ -38,7 +38,8 @@ struct Fixture {
 };
 
 // The *.safetensors files under `dir`, recursively (symbolic links to folders are not followed);
-// an entry or folder that cannot be read becomes a Fixture with its error.
+// an entry or folder that cannot be read becomes a Fixture with its error. Only regular files
+// (or symbolic links to them) are taken: FIFOs, devices and sockets are skipped, never opened.
 void scan(const fs::path& root, const fs::path& dir, std::vector<Fixture>* found) {
   const auto name = [&](const fs::path& p) { return p.lexically_relative(root).generic_string(); };
   std::error_code ec;
@@ -58,7 +59,8 @@ void scan(const fs::path& root, const fs::path& dir, std::vector<Fixture>* found
   if (ec) found->push_back({dir.string(), name(dir), "cannot read folder: " + ec.message()});
 }
 
-// Files as given; folders searched recursively for *.safetensors, sorted by relative path.
+// Files as given (a FIFO, device or socket is refused); folders searched recursively for
+// *.safetensors, sorted by relative path.
 bool collect(const std::string& arg, std::vector<Fixture>* out) {
   std::error_code ec;
   const fs::file_status st = fs::status(arg, ec);
@@ -70,7 +72,8 @@ bool collect(const std::string& arg, std::vector<Fixture>* out) {
     std::cerr << "dsv4cpu-verify: "
               << (ec && ec != std::errc::no_such_file_or_directory
                       ? "cannot read " + arg + ": " + ec.message()
-                      : "no such file or folder: " + arg)
+                  : fs::exists(st) ? "not a regular file or folder: " + arg
+                                   : "no such file or folder: " + arg)
               << "\n";
     return false;
   }

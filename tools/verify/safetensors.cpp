@@ -1,9 +1,13 @@
 #include "tools/verify/safetensors.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <set>
@@ -181,12 +185,32 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size) {
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad("cannot open " + path);
-  const std::vector<uint8_t> image((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  if (in.bad()) bad("cannot read " + path);
-  return parse_safetensors(image.data(), image.size());
+  // O_NONBLOCK: opening a FIFO returns at once, so that it is rejected below, not waited on.
+  struct File {
+    int fd;
+    ~File() {
+      if (fd >= 0) ::close(fd);
+    }
+  } file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  const int fd = file.fd;
+  if (fd < 0) bad("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) bad("cannot read " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) bad(path + " is not a regular file");
+  if (st.st_size > kMaxFileBytes)
+    bad(path + " has " + std::to_string(st.st_size) + " bytes (at most " +
+        std::to_string(kMaxFileBytes) + ")");
+  // The size found above bounds the read: a file that grows meanwhile is read to that size.
+  std::vector<uint8_t> image(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < image.size()) {
+    const ssize_t n = ::read(fd, image.data() + got, image.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) bad("cannot read " + path + ": " + std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return parse_safetensors(image.data(), got);
 }
 
 std::vector<uint8_t> serialize_safetensors(const SafetensorsFile& file) {

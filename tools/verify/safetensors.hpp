@@ -55,6 +55,10 @@ bool parse_dtype(const std::string& name, DType* out) noexcept;
 // F32 BF16 F16 F8_E4M3 U8 I32 I64), "shape" (non-negative integers) and "data_offsets" [begin, end]
 // with begin <= end <= data size and end - begin = numel * dtype size; tensors do not overlap.
 SafetensorsFile parse_safetensors(const uint8_t* data, size_t size);
+// The most bytes a fixture file may have (4 GiB).
+inline constexpr int64_t kMaxFileBytes = int64_t{1} << 32;
+// parse_safetensors of the file at `path` (symbolic links followed), which must be a regular file
+// of at most kMaxFileBytes: a FIFO, a device or a socket is a SafetensorsError, never read.
 SafetensorsFile read_safetensors(const std::string& path);
 
 // Serialises tensors in name order, header padded with spaces to a multiple of 8 bytes.

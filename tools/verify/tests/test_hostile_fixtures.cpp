@@ -3,6 +3,9 @@
 // or a failed case with a message, never a crash or an allocation sized by the file's claims.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -115,6 +118,34 @@ TEST(HostileFixtures, OutputWhoseSizeOverflowsIsBounded) {
                                     0),
             0u)
       << r.cases[0].detail;
+}
+
+// The message of reading `path` ("" when it reads).
+std::string read_error(const std::string& path) {
+  try {
+    read_safetensors(path);
+  } catch (const SafetensorsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Only a regular file is read: opening a FIFO would wait for a writer, and /dev/zero never ends.
+TEST(HostileFixtures, OnlyRegularFilesAreRead) {
+  const std::string dir = ::testing::TempDir() + "hostile_files_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string fifo = dir + "/fifo.safetensors", zero = dir + "/zero.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/dev/zero", zero.c_str()), 0);
+  EXPECT_EQ(read_error(fifo), fifo + " is not a regular file");
+  EXPECT_EQ(read_error(zero), zero + " is not a regular file");
+  EXPECT_EQ(read_error("/dev/zero"), "/dev/zero is not a regular file");
+  EXPECT_EQ(read_error(dir), dir + " is not a regular file");
+  EXPECT_EQ(read_error(dir + "/absent.safetensors"),
+            "cannot open " + dir + "/absent.safetensors: No such file or directory");
+  ::unlink(fifo.c_str());
+  ::unlink(zero.c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace
