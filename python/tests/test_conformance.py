@@ -160,7 +160,7 @@ def error_case(folder, name, op, source, key, value, expected_error):
 def hostile_folder(folder):
     """A FIFO, a socket, a link to /dev/zero and a dangling link (named *.safetensors);
     expected_error cases whose scalar makes an output extent negative or huge; a malformed file;
-    integers outside the grammar; and a passing fixture last. Returns the socket (open while the
+    integers outside the grammar; a link to a passing fixture, and that fixture last. Returns the socket (open while the
     runners walk the folder)."""
     os.mkfifo(folder / "a_fifo.safetensors")
     sock = socket.socket(socket.AF_UNIX)
@@ -185,6 +185,7 @@ def hostile_folder(folder):
                       block_size=text)
     fixtures.save(str(folder / "z_pass.safetensors"), spec.op, spec.inputs, spec.expected,
                   **spec.scalars)
+    os.symlink("z_pass.safetensors", folder / "y_link.safetensors")  # taken, by its own name
     return sock
 
 
@@ -216,12 +217,13 @@ def test_hostile_folder_every_file_reported(tmp_path):
         "block_size = '+4' is not a 64-bit integer",
         "map_local_to_global_slots i_integer_nul.safetensors ref ERROR fixture: scalar "
         "block_size = '4\\x00' is not a 64-bit integer",
+        "map_local_to_global_slots y_link.safetensors ref PASS exact",
         "map_local_to_global_slots z_pass.safetensors ref PASS exact"]
     got = verdicts(lines)
     assert len(got) == len(expected), got
     for want, line in zip(sorted(expected), got):
         assert line.startswith(want), (want, line)
-    assert lines[-1] == verify_lines[-1] == "6 passed, 4 failed"
+    assert lines[-1] == verify_lines[-1] == "7 passed, 4 failed"
 
 
 def test_unusable_paths_as_the_verifier(tmp_path):

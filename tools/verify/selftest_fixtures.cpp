@@ -11,7 +11,8 @@
 //                           negative or huge (c_q_head_padded -1, d_window -5, e_max_seq_len -7,
 //                           f_q_head_padded_huge 2^40), each judged on the op's error;
 //                           g_malformed; h_integer_plus ("+4") and i_integer_nul ("4\0"),
-//                           outside the metadata grammar; z_pass, reported after them all
+//                           outside the metadata grammar; y_link (a symbolic link to z_pass,
+//                           taken by its own name) and z_pass, reported after them all
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -120,5 +121,6 @@ int main(int argc, char** argv) {
   write("h_integer_plus.safetensors", plus);
   write("i_integer_nul.safetensors", nul);
   write("z_pass.safetensors", map_example(39));
+  fs::create_symlink("z_pass.safetensors", hostile / "y_link.safetensors");
   return 0;
 }
