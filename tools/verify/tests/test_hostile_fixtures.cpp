@@ -72,7 +72,7 @@ TEST(HostileFixtures, DeepNestingIsRejected) {
             "header nests deeper than 8 levels");
 }
 
-// issue 10, defect 2: q_fp8 [4, 2^42, 0, 128] with next_n = 2^42 and max_seq_len = 2^20: the
+// q_fp8 [4, 2^42, 0, 128] with next_n = 2^42 and max_seq_len = 2^20: the
 // logits the verifier would allocate, [2^44, 2^20] F32, wrapped to 0 bytes before.
 std::vector<uint8_t> wrapping_logits_fixture() {
   SafetensorsFile f;
