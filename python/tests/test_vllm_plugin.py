@@ -1,0 +1,210 @@
+"""dsv4cpu.vllm without vLLM: stand-ins of vLLM's operators ``torch.ops._C.<name>`` (vLLM's
+schemas, each with a CPU kernel registered as a C++ extension registers it) are called as vLLM
+calls them, through the peer tool's adapters (tools/peer/vllm_adapters.py: the fixture's
+arguments in vLLM's order, dtypes and fixed option values) on every embedded fixture of each op.
+Installed, dsv4cpu serves every call (the counter says so, the stand-in's kernel never runs), the
+bytes equal dsv4cpu's own op at vLLM's option values, and bad input raises dsv4cpu's error."""
+import collections
+import os
+import sys
+
+import pytest
+import torch
+
+import dsv4cpu
+from dsv4cpu import conformance, fixtures, vllm
+from dsv4cpu._extension import ops
+
+from support import FIXTURES, ROOT, fixture_files
+
+sys.path.insert(0, os.path.join(ROOT, "tools", "peer"))
+import vllm_adapters  # noqa: E402
+from vllm_adapters import ABSENT_OUTPUTS, VLLM_OPTIONS  # noqa: E402
+
+#: Calls each stand-in's own kernel ran.
+STAND_IN_CALLS = collections.Counter()
+
+
+def _stand_in(name):
+    returns = torch._C.parse_schema(f"_C::{vllm.OPS[name][1]}").returns
+
+    def kernel(*args):
+        STAND_IN_CALLS[name] += 1
+        return torch.zeros(()) if returns else None  # a scalar: copied into any output
+    return kernel
+
+
+def _define_stand_ins():
+    """vLLM's operators with their schemas; each CPU kernel is registered on the library handle,
+    as TORCH_LIBRARY in C++ does (torch.library's Python records only its own registrations)."""
+    library = torch.library.Library("_C", "DEF")
+    for name, (_, schema, _) in vllm.OPS.items():
+        library.define(schema)
+        try:
+            library.m.impl(name, "CPU", _stand_in(name), False)  # torch 2: with_keyset
+        except TypeError:
+            library.m.impl(name, "CPU", _stand_in(name))  # torch 1.13
+    return library
+
+
+STAND_INS = _define_stand_ins()
+BY_OP = {op: name for name, (op, _, _) in vllm.OPS.items()}
+CASES = collections.defaultdict(list)
+for _path, _id in fixture_files(FIXTURES):
+    _fixture = fixtures.load(_path)
+    if _fixture.op in BY_OP:
+        CASES[_fixture.op].append(_fixture)
+
+
+@pytest.fixture
+def installed():
+    vllm.uninstall()
+    yield vllm.install()
+    vllm.uninstall()
+
+
+def _require(name):
+    if not vllm.implemented(name):
+        pytest.skip(f"this dsv4cpu build has no {vllm.OPS[name][0]} yet")
+
+
+def through_vllm(fixture):
+    """The fixture called as vLLM calls its operator (the adapter, the stand-in operator): the
+    Call (arguments, buffers) and the results it returned by name."""
+    op = fixture.op
+    call = conformance.Call(fixture, conformance.parameters_of(getattr(ops, op)), False, set())
+    returned = vllm_adapters.ADAPTERS[op](getattr(torch.ops._C, BY_OP[op]), call.arguments,
+                                          fixture)
+    return call, returned or {}
+
+
+def direct(fixture):
+    """The fixture through dsv4cpu's own op at vLLM's option values: the Call after it ran."""
+    op = fixture.op
+    call = conformance.Call(fixture, conformance.parameters_of(getattr(ops, op)), False, set())
+    call.arguments.update(VLLM_OPTIONS.get(op, {}))
+    getattr(ops, op)(**call.arguments)
+    return call
+
+
+def compared(call, op):
+    """The outputs and in-place buffers both calls write (vLLM has no lse)."""
+    return {n: t for n, t in call.buffers.items()
+            if t is not None and n not in ABSENT_OUTPUTS.get(op, ())}
+
+
+@pytest.mark.parametrize("name", list(vllm.OPS))
+def test_installed_serves_every_call_with_dsv4cpus_bytes(installed, name):
+    _require(name)
+    op = vllm.OPS[name][0]
+    assert name in installed
+    served = 0
+    for fixture in CASES[op]:
+        if fixture.expected_error:
+            continue
+        before, stand_in = vllm.counts()[name]["dsv4cpu"], STAND_IN_CALLS[name]
+        try:
+            call, _ = through_vllm(fixture)
+        except conformance.Unsupported:  # an option or shape vLLM's signature cannot carry
+            continue
+        assert vllm.counts()[name]["dsv4cpu"] == before + 1, fixture.path
+        assert STAND_IN_CALLS[name] == stand_in, fixture.path
+        want = compared(direct(fixture), op)
+        got = compared(call, op)
+        assert sorted(got) == sorted(want), fixture.path
+        for output, tensor in want.items():
+            assert fixtures.same_bytes(got[output], tensor), f"{fixture.path}: {output}"
+        served += 1
+    assert served > 0, f"no embedded fixture of {op} reached vLLM's signature"
+
+
+@pytest.mark.parametrize("name", list(vllm.OPS))
+def test_bad_input_raises_dsv4cpus_error(installed, name):
+    _require(name)
+    op = vllm.OPS[name][0]
+    raised = 0
+    for fixture in CASES[op]:
+        if not fixture.expected_error:
+            continue
+        before = vllm.counts()[name]["dsv4cpu"]
+        try:
+            with pytest.raises(dsv4cpu.Error) as got:
+                through_vllm(fixture)
+        except conformance.Unsupported:
+            continue
+        assert vllm.counts()[name]["dsv4cpu"] == before + 1, fixture.path
+        assert isinstance(got.value, dsv4cpu.errors.CLASSES[fixture.expected_error])
+        with pytest.raises(dsv4cpu.Error) as want:
+            dsv4cpu.errors.call(direct, fixture)
+        assert (got.value.kind, str(got.value)) == (want.value.kind, str(want.value)), \
+            fixture.path
+        raised += 1
+    assert raised > 0, f"no bad-input fixture of {op} reached vLLM's signature"
+
+
+def first_case(name):
+    op = vllm.OPS[name][0]
+    return next(f for f in CASES[op] if not f.expected_error)
+
+
+@pytest.mark.parametrize("name", list(vllm.OPS))
+def test_without_install_the_stand_ins_kernel_runs(name):
+    _require(name)
+    vllm.uninstall()
+    before, stand_in = vllm.counts()[name], STAND_IN_CALLS[name]
+    through_vllm(first_case(name))
+    assert STAND_IN_CALLS[name] == stand_in + 1
+    assert vllm.counts()[name] == before
+    assert vllm.served() == []
+
+
+def test_install_is_idempotent_and_uninstall_restores(installed):
+    assert installed == vllm.served()
+    assert vllm.install() == installed  # a second call changes nothing
+    name = installed[0]
+    stand_in, before = STAND_IN_CALLS[name], vllm.counts()[name]["dsv4cpu"]
+    through_vllm(first_case(name))
+    assert (STAND_IN_CALLS[name], vllm.counts()[name]["dsv4cpu"]) == (stand_in, before + 1)
+    vllm.uninstall()
+    vllm.uninstall()  # idempotent too
+    through_vllm(first_case(name))
+    assert (STAND_IN_CALLS[name], vllm.counts()[name]["dsv4cpu"]) == (stand_in + 1, before + 1)
+    assert vllm.install() == installed
+
+
+def test_ops_not_chosen_stay_vllms_and_are_counted_where_torch_passes_them_on():
+    vllm.uninstall()
+    vllm.reset_counts()
+    assert vllm.install(ops=["save_partial_states_cpu"]) == ["save_partial_states_cpu"]
+    try:
+        name = "topk_transform_512_cpu"
+        stand_in = STAND_IN_CALLS[name]
+        through_vllm(first_case(name))
+        assert STAND_IN_CALLS[name] == stand_in + 1
+        can_pass = hasattr(torch._C, "_dispatch_get_computed_kernel_for_dispatch_key")
+        assert vllm.counts()[name] == {"dsv4cpu": 0, "vllm": 1 if can_pass else None}
+    finally:
+        vllm.uninstall()
+    with pytest.raises(ValueError, match="not_an_op"):
+        vllm.install(ops=["not_an_op"])
+    assert vllm.served() == []
+
+
+def test_an_operator_with_another_schema_stays_vllms(monkeypatch):
+    vllm.uninstall()
+    name = "save_partial_states_cpu"
+    op, _, kernel = vllm.OPS[name]
+    monkeypatch.setitem(vllm.OPS, name, (op, f"{name}(Tensor kv) -> ()", kernel))
+    try:
+        assert name not in vllm.install()
+        stand_in = STAND_IN_CALLS[name]
+        through_vllm(first_case(name))
+        assert STAND_IN_CALLS[name] == stand_in + 1
+    finally:
+        vllm.uninstall()
+
+
+def test_the_plugin_uses_the_peer_tools_option_values():
+    """Both were written from vLLM's kernels; the bytes tests above use the peer tool's."""
+    assert vllm.OPTIONS == VLLM_OPTIONS
+    assert set(vllm_adapters.VLLM_OPS.items()) <= set(BY_OP.items())
