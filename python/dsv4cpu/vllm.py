@@ -22,6 +22,7 @@ when this dsv4cpu build lacks the op. With a torch that can call a replaced kern
 pass through the plugin to vLLM's kernel and are counted (:func:`counts`).
 """
 import collections
+import logging
 import warnings
 
 import torch
@@ -158,6 +159,7 @@ OPS = {
         "int rope_dim) -> Tensor", _inverse_gptj_rope_o_proj),
 }
 
+_log = logging.getLogger(__name__)
 _library = None
 _served = set()
 _passed = set()
@@ -247,6 +249,8 @@ def install(ops=None):
                 library.impl(name, _passing(name, capture(f"{NAMESPACE}::{name}", "CPU")), "CPU")
                 _passed.add(name)
     _library = library
+    _log.info("dsv4cpu serves vLLM's operators %s; these stay vLLM's: %s",
+              served() or "none", sorted(set(OPS) - _served) or "none")
     return served()
 
 
