@@ -5,6 +5,8 @@ arguments in vLLM's order, dtypes and fixed option values) on every embedded fix
 Installed, dsv4cpu serves every call (the counter says so, the stand-in's kernel never runs), the
 bytes equal dsv4cpu's own op at vLLM's option values, and bad input raises dsv4cpu's error."""
 import collections
+import importlib
+import importlib.metadata
 import os
 import sys
 
@@ -208,3 +210,19 @@ def test_the_plugin_uses_the_peer_tools_option_values():
     """Both were written from vLLM's kernels; the bytes tests above use the peer tool's."""
     assert vllm.OPTIONS == VLLM_OPTIONS
     assert set(vllm_adapters.VLLM_OPS.items()) <= set(BY_OP.items())
+
+
+def test_vllm_finds_the_plugin_by_its_entry_point():
+    """pyproject.toml declares the entry point vLLM loads; an installed package (pip) has it in
+    its metadata, where vLLM looks (importlib.metadata.entry_points)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        declared = tomllib.load(f)["project"]["entry-points"]["vllm.general_plugins"]
+    module, _, attribute = declared["dsv4cpu"].partition(":")
+    assert getattr(importlib.import_module(module), attribute) is vllm.install
+    try:
+        distribution = importlib.metadata.distribution("dsv4cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return  # the package runs from a build tree (PYTHONPATH): no metadata to look in
+    found = [e for e in distribution.entry_points if e.group == "vllm.general_plugins"]
+    assert [(e.name, e.load()) for e in found] == [("dsv4cpu", vllm.install)]
