@@ -142,7 +142,7 @@ bool boolean(const std::string& name, const std::string& text) {
 }  // namespace
 }  // namespace dsv4cpu::python
 
-TORCH_LIBRARY_FRAGMENT(dsv4cpu, m) {
+TORCH_LIBRARY_FRAGMENT(_dsv4cpu, m) {
   using namespace dsv4cpu::python;
   m.def("_load(str path) -> (Dict(str, Tensor) tensors, Dict(str, str) metadata, str[] fp8)",
         &load);

@@ -2,7 +2,14 @@
 // op by their schema names and calls the library. Arguments keep the specification's names and
 // order; outputs and in-place buffers are arguments (Tensor(a!)), results the op returns by value
 // are named returns, and every op with Options takes the keyword-only arguments
-// impl, variant, check_finite and num_threads.
+// impl, variant, check_finite and num_threads. An op with a tensor argument is a CPU kernel (its
+// fake kernel, for torch.compile and meta tensors, is the package's: _fakes.py); one without is a
+// CompositeExplicitAutograd kernel. What is not a tensor op (string results, the package's
+// tooling: registry JSON, runs, Highway target pinning, fixture I/O) is torch.ops._dsv4cpu, so
+// that every op of torch.ops.dsv4cpu can be traced and passes torch.library.opcheck; the size
+// helpers and the version are plain C functions (extern "C" below) read through ctypes.
+#include <ATen/FunctionalTensorWrapper.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -105,6 +112,18 @@ void raise_for_python(const Error& e) {
 
 namespace {
 
+// Options::num_threads of a call: torch's intra-op thread count (torch.get_num_threads()) when
+// num_threads is None, else the count given (0: OpenMP's default).
+int threads_of(const std::string& op, std::optional<int64_t> num_threads) {
+  if (!num_threads) return at::get_num_threads();
+  const int64_t threads = *num_threads;
+  if (threads < 0 || threads > 1 << 16)
+    throw ValueError(op, "num_threads", {}, std::to_string(threads),
+                     "num_threads = " + std::to_string(threads) +
+                         ": out of range (expected 0 for OpenMP's default, or a thread count)");
+  return static_cast<int>(threads);
+}
+
 // ---- one call: the arguments on the stack, read by schema name ----
 
 class Call {
@@ -160,12 +179,7 @@ class Call {
     variant_ = text_or("variant", "");
     o.variant = variant_;
     o.check_finite = flag("check_finite");
-    const int64_t threads = integer("num_threads");
-    if (threads < 0 || threads > 1 << 16)
-      throw ValueError(op_, "num_threads", {}, std::to_string(threads),
-                       "num_threads = " + std::to_string(threads) +
-                           ": out of range (expected 0 for OpenMP's default, or a thread count)");
-    o.num_threads = static_cast<int>(threads);
+    o.num_threads = threads_of(op_, integer_or_none("num_threads"));
     return o;
   }
 
@@ -206,14 +220,20 @@ int64_t page_size_of(const Call& c) {
   return 1;
 }
 
-void give_split(Call& c, const DecodePrefillSplit& s) {
+// The split as ints, or as I64 [1] tensors (the fixture form) for an op that also writes an
+// argument: torch functionalizes such an op only when it returns tensors alone.
+void give_split(Call& c, const DecodePrefillSplit& s, bool tensors = false) {
   for (int64_t v : {s.num_decodes, s.num_prefills, s.num_decode_tokens, s.num_prefill_tokens})
-    c.give(v);
+    if (tensors)
+      c.give_vector(std::vector<int64_t>{v}, {1}, c10::ScalarType::Long);
+    else
+      c.give(v);
 }
 
-// The fixture's results of indexer_metadata (docs/fixture-ops.md): the split, the per-request
-// compressed lengths, the decode fields (empty without decodes) and the prefill chunk (None
-// without prefills).
+// The fixture's results of indexer_metadata (docs/fixture-ops.md): the split (I64 [1] each), the
+// per-request compressed lengths, the decode fields (empty without decodes) and the prefill
+// chunk (empty tensors without prefills: whether there are prefills depends on the data, so the
+// schema's returns cannot be None for torch.compile; the wrapper gives None).
 void run_indexer_metadata(Call& c) {
   const int64_t next_n = c.integer_or_none("next_n").value_or(1);
   const IndexerMetadata m = indexer_metadata(c.in("query_start_loc"), c.in("seq_lens"),
@@ -221,19 +241,17 @@ void run_indexer_metadata(Call& c) {
                                              next_n, c.out("slot_mapping"), c.options());
   const auto n = [](const auto& v) { return static_cast<int64_t>(v.size()); };
   constexpr c10::ScalarType kI32 = c10::ScalarType::Int;
-  give_split(c, m.split);
+  give_split(c, m.split, true);
   c.give_vector(m.compressed_seq_lens, {n(m.compressed_seq_lens)}, kI32);
   const IndexerDecodeMetadata d = m.decode.value_or(IndexerDecodeMetadata{{}, false, next_n, {}});
   c.give_vector(d.decode_lens, {n(d.decode_lens)}, kI32);
   c.give_vector(d.decode_seq_lens, {n(d.decode_lens), d.next_n}, kI32);
-  if (!m.prefill) {
-    for (int i = 0; i < 6; ++i) c.give(c10::IValue());
-    return;
-  }
-  const IndexerPrefillChunk& p = *m.prefill;
-  c.give_vector(std::vector<int64_t>{p.req_start, p.req_end, p.token_start, p.token_end,
-                                     p.total_seq_lens, p.skip_kv_gather ? 1 : 0},
-                {6}, c10::ScalarType::Long);
+  const IndexerPrefillChunk p = m.prefill.value_or(IndexerPrefillChunk{});
+  std::vector<int64_t> chunk;
+  if (m.prefill)
+    chunk = {p.req_start, p.req_end,      p.token_start,
+             p.token_end, p.total_seq_lens, p.skip_kv_gather ? 1 : 0};
+  c.give_vector(chunk, {n(chunk)}, c10::ScalarType::Long);
   for (const std::vector<int32_t>* v :
        {&p.cu_seq_lens, &p.cu_seqlen_ks, &p.cu_seqlen_ke, &p.token_req, &p.token_to_seq})
     c.give_vector(*v, {n(*v)}, kI32);
@@ -319,7 +337,7 @@ struct BoundOp {
 };
 
 constexpr const char* kOptionArguments =
-    "*, str impl=\"best\", str? variant=None, bool check_finite=True, int num_threads=0";
+    "*, str impl=\"best\", str? variant=None, bool check_finite=True, int? num_threads=None";
 
 const std::vector<BoundOp>& bound_ops() {
   static const std::vector<BoundOp> table = {
@@ -466,8 +484,9 @@ const std::vector<BoundOp>& bound_ops() {
                       c.integer("block_size"), c.out("slot_mapping"), c.options());
        }},
       {"split_decodes_and_prefills", "Tensor query_start_loc, int threshold",
-       "(int num_decodes, int num_prefills, int num_decode_tokens, int num_prefill_tokens)", true,
-       {},
+       "(SymInt num_decodes, SymInt num_prefills, SymInt num_decode_tokens, "
+       "SymInt num_prefill_tokens)",
+       true, {},
        [](Call& c) {
          give_split(c, split_decodes_and_prefills(c.in("query_start_loc"), c.integer("threshold"),
                                                   c.options()));
@@ -531,10 +550,10 @@ const std::vector<BoundOp>& bound_ops() {
       {"indexer_metadata",
        "Tensor query_start_loc, Tensor seq_lens, Tensor block_table, int block_size, int? next_n, "
        "Tensor(a!) slot_mapping",
-       "(int num_decodes, int num_prefills, int num_decode_tokens, int num_prefill_tokens, "
-       "Tensor compressed_seq_lens, Tensor decode_lens, Tensor decode_seq_lens, Tensor? chunk, "
-       "Tensor? cu_seq_lens, Tensor? cu_seqlen_ks, Tensor? cu_seqlen_ke, Tensor? token_req, "
-       "Tensor? token_to_seq)",
+       "(Tensor num_decodes, Tensor num_prefills, Tensor num_decode_tokens, "
+       "Tensor num_prefill_tokens, Tensor compressed_seq_lens, Tensor decode_lens, "
+       "Tensor decode_seq_lens, Tensor chunk, Tensor cu_seq_lens, Tensor cu_seqlen_ks, "
+       "Tensor cu_seqlen_ke, Tensor token_req, Tensor token_to_seq)",
        true, {}, run_indexer_metadata},
       {"split_indexer_prefill_chunks",
        "Tensor compressed_lens, Tensor query_lens, int workspace, int max_logits_bytes, "
@@ -549,8 +568,6 @@ const std::vector<BoundOp>& bound_ops() {
            rows.insert(rows.end(), {ch.req_start, ch.req_end, ch.q_start, ch.q_end});
          c.give_vector(rows, {static_cast<int64_t>(chunks.size()), 4}, c10::ScalarType::Long);
        }},
-      {"build_tile_scheduler", "str layer_kind", "str", true, {},
-       [](Call& c) { c.give(build_tile_scheduler(c.text("layer_kind"), c.options())); }},
       // ---- attention (attention.md) ----
       {"sparse_mla_attention",
        "Tensor q, Tensor window_cache, int window_block_size, Tensor window_slots, "
@@ -592,11 +609,20 @@ const std::vector<BoundOp>& bound_ops() {
       // ---- size helpers ----
       {"c128a_topk_width", "int max_model_len", "int", false, {},
        [](Call& c) { c.give(c128a_topk_width(c.integer("max_model_len"))); }},
-      {"c128a_compact_width", "Tensor positions", "int", false, {},
+      {"c128a_compact_width", "Tensor positions", "SymInt", false, {},
        [](Call& c) { c.give(c128a_compact_width(c.in("positions"))); }},
       {"c128a_decode_max_width", "int max_model_len", "int", false, {},
        [](Call& c) { c.give(c128a_decode_max_width(c.integer("max_model_len"))); }},
-      // ---- the registry ----
+  };
+  return table;
+}
+
+// torch.ops._dsv4cpu: what is not a tensor op (string results, process state, the package's
+// tooling), kept out of torch.ops.dsv4cpu, whose every op torch.compile traces and opcheck checks.
+const std::vector<BoundOp>& tool_ops() {
+  static const std::vector<BoundOp> table = {
+      {"build_tile_scheduler", "str layer_kind", "str", true, {},
+       [](Call& c) { c.give(build_tile_scheduler(c.text("layer_kind"), c.options())); }},
       {"selected_variant", "str op", "str", true, {},
        [](Call& c) { c.give(selected_variant(c.text("op"), c.options())); }},
       {"_registered_ops", "", "str", false, {}, [](Call& c) { c.give(registry_json()); }},
@@ -604,6 +630,8 @@ const std::vector<BoundOp>& bound_ops() {
       {"_pin_highway_target", "int target_bits", "int", false, {},
        [](Call& c) { c.give(pin_highway_target(c.integer("target_bits"))); }},
       {"_bindings", "", "str", false, {}, [](Call& c) { c.give(bindings_json()); }},
+      {"_num_threads", "int? num_threads", "int", false, {},
+       [](Call& c) { c.give(threads_of(c.op(), c.integer_or_none("num_threads"))); }},
   };
   return table;
 }
@@ -628,7 +656,8 @@ void run_boxed(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
   const c10::FunctionSchema& schema = handle.schema();
   const std::string& full = schema.name();
   const std::string name = full.substr(full.find("::") + 2);
-  const std::vector<BoundOp>& ops = bound_ops();
+  const std::vector<BoundOp>& ops =
+      full.rfind("dsv4cpu::", 0) == 0 ? bound_ops() : tool_ops();
   const auto op = std::find_if(ops.begin(), ops.end(),
                                [&](const BoundOp& o) { return name == o.name; });
   if (op == ops.end()) throw std::logic_error("dsv4cpu: no binding for " + full);
@@ -647,9 +676,181 @@ void run_boxed(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
 }  // namespace
 }  // namespace dsv4cpu::python
 
+namespace dsv4cpu::python {
+namespace {
+
+bool takes_tensors(const BoundOp& op) { return std::strstr(op.arguments, "Tensor") != nullptr; }
+
+// torch.compile functionalizes an op that writes arguments through a higher-order op that takes
+// the op's arguments as keywords beside its own `mode`: an op with an argument `mode`
+// (topk_transform_512, indexer_topk) has instead a functional twin, _dsv4cpu::<op>_functional
+// (the written arguments read only, their new values returned), and a Functionalize kernel that
+// calls it.
+bool has_functional_twin(const BoundOp& op) {
+  return torch::schema(schema_of(op).c_str()).argumentIndexWithName("mode").has_value();
+}
+
+constexpr const char* kTwinSuffix = "_functional";
+
+bool written(const c10::Argument& a) {
+  return a.alias_info() != nullptr && a.alias_info()->isWrite();
+}
+
+std::string twin_schema(const BoundOp& op) {
+  std::string arguments = op.arguments;
+  for (size_t at; (at = arguments.find("!)")) != std::string::npos;) arguments.erase(at - 2, 4);
+  std::string returns;
+  const c10::FunctionSchema schema = torch::schema(schema_of(op).c_str());
+  for (const c10::Argument& a : schema.arguments())
+    if (written(a))
+      returns += std::string(returns.empty() ? "" : ", ") +
+                 (a.type()->kind() == c10::TypeKind::OptionalType ? "Tensor? " : "Tensor ") +
+                 a.name();
+  return std::string(op.name) + kTwinSuffix + "(" + arguments + ", " + kOptionArguments +
+         ") -> (" + returns + ")";
+}
+
+// The twin's CPU kernel: the op on copies of the written arguments, which it returns.
+void run_twin(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
+  const std::string& full = handle.schema().name();
+  const size_t start = full.find("::") + 2;
+  const std::string name = full.substr(start, full.size() - start - std::strlen(kTwinSuffix));
+  const c10::OperatorHandle op =
+      c10::Dispatcher::singleton().findSchemaOrThrow(("dsv4cpu::" + name).c_str(), "");
+  const std::vector<c10::Argument>& arguments = op.schema().arguments();
+  const size_t n = arguments.size();
+  std::vector<c10::IValue> results;
+  for (size_t i = 0; i < n; ++i) {
+    c10::IValue& v = (*stack)[stack->size() - n + i];
+    if (!written(arguments[i])) continue;
+    if (v.isTensor()) v = v.toTensor().clone();
+    results.push_back(v);
+  }
+  op.callBoxed(stack);
+  for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
+}
+
+// The op's Functionalize kernel: its twin on the arguments' values; the results become the new
+// values of the written arguments.
+void functionalize(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
+  namespace functional = at::functionalization::impl;
+  const std::string& full = handle.schema().name();
+  const c10::OperatorHandle twin = c10::Dispatcher::singleton().findSchemaOrThrow(
+      ("_" + full + kTwinSuffix).c_str(), "");
+  const std::vector<c10::Argument>& arguments = handle.schema().arguments();
+  const size_t n = arguments.size();
+  std::vector<at::Tensor> buffers;  // the written arguments, None as undefined
+  for (size_t i = 0; i < n; ++i) {
+    c10::IValue& v = (*stack)[stack->size() - n + i];
+    const bool is_functional = v.isTensor() && functional::isFunctionalTensor(v.toTensor());
+    if (written(arguments[i])) buffers.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
+    if (!is_functional) continue;
+    functional::sync(v.toTensor());
+    v = functional::from_functional_tensor(v.toTensor());
+  }
+  {
+    c10::impl::ExcludeDispatchKeyGuard guard(c10::DispatchKey::Functionalize);
+    twin.callBoxed(stack);
+  }
+  std::vector<c10::IValue> values = torch::jit::pop(*stack, buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!buffers[i].defined() || !functional::isFunctionalTensor(buffers[i])) continue;
+    functional::replace_(buffers[i], values[i].toTensor());
+    functional::commit_update(buffers[i]);
+    functional::sync(buffers[i]);
+  }
+}
+
+// The twins' schemas, alive as long as the registrations that refer to them.
+const std::vector<std::pair<std::string, std::string>>& twins() {
+  static const std::vector<std::pair<std::string, std::string>> list = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const BoundOp& op : bound_ops())
+      if (has_functional_twin(op)) out.emplace_back(op.name + std::string(kTwinSuffix),
+                                                    twin_schema(op));
+    return out;
+  }();
+  return list;
+}
+
+}  // namespace
+}  // namespace dsv4cpu::python
+
 TORCH_LIBRARY(dsv4cpu, m) {
   using namespace dsv4cpu::python;
   for (const BoundOp& op : bound_ops())
+    m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
+}
+
+TORCH_LIBRARY_IMPL(dsv4cpu, CPU, m) {
+  using namespace dsv4cpu::python;
+  for (const BoundOp& op : bound_ops())
+    if (takes_tensors(op))
+      m.impl(op.name, torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+}
+
+TORCH_LIBRARY_IMPL(dsv4cpu, Functionalize, m) {
+  using namespace dsv4cpu::python;
+  for (const BoundOp& op : bound_ops())
+    if (has_functional_twin(op))
+      m.impl(op.name, torch::CppFunction::makeFromBoxedFunction<&functionalize>());
+}
+
+// Ops without a tensor argument have no backend to dispatch on: one kernel for every key.
+TORCH_LIBRARY_IMPL(dsv4cpu, CompositeExplicitAutograd, m) {
+  using namespace dsv4cpu::python;
+  for (const BoundOp& op : bound_ops())
+    if (!takes_tensors(op))
+      m.impl(op.name, torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+}
+
+TORCH_LIBRARY(_dsv4cpu, m) {
+  using namespace dsv4cpu::python;
+  for (const BoundOp& op : tool_ops())
     m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA),
           torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+  for (const auto& [name, schema] : twins()) {
+    m.def(torch::schema(schema.c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
+    m.impl(name.c_str(), torch::dispatch(c10::DispatchKey::CPU,
+                                         torch::CppFunction::makeFromBoxedFunction<&run_twin>()));
+  }
+}
+
+// The size helpers of cache_sizes.hpp and the library's version, for dsv4cpu.sizes and
+// dsv4cpu.__version__ (ctypes): plain functions of integers, not tensor ops.
+#define DSV4CPU_C_API extern "C" __attribute__((visibility("default")))
+#define DSV4CPU_C_CONSTANT(name) DSV4CPU_C_API const int64_t dsv4cpu_##name = dsv4cpu::name;
+#define DSV4CPU_C_SIZE1(name) \
+  DSV4CPU_C_API int64_t dsv4cpu_##name(int64_t a) { return dsv4cpu::name(a); }
+DSV4CPU_C_API const char* dsv4cpu_version() { return dsv4cpu::version(); }
+DSV4CPU_C_CONSTANT(kFp8DsMlaEntryBytes)
+DSV4CPU_C_CONSTANT(kIndexerKEntryBytes)
+DSV4CPU_C_CONSTANT(kTokensPerCompressedBlock)
+DSV4CPU_C_CONSTANT(kSwaBlockSize)
+DSV4CPU_C_CONSTANT(kSlidingWindow)
+DSV4CPU_C_CONSTANT(kMainHeadDim)
+DSV4CPU_C_CONSTANT(kIndexerHeadDim)
+DSV4CPU_C_CONSTANT(kCosSinColumns)
+DSV4CPU_C_CONSTANT(kIndexerHeads)
+DSV4CPU_C_CONSTANT(kIndexerTopk)
+DSV4CPU_C_SIZE1(fp8_ds_mla_page_bytes)
+DSV4CPU_C_SIZE1(indexer_k_page_bytes)
+DSV4CPU_C_SIZE1(compressed_block_size)
+DSV4CPU_C_SIZE1(compressor_state_block_size)
+DSV4CPU_C_SIZE1(compressor_window)
+DSV4CPU_C_SIZE1(compressor_overlap)
+DSV4CPU_C_API int64_t dsv4cpu_compressor_window_overlap(int64_t r, bool overlap) {
+  return dsv4cpu::compressor_window(r, overlap);
+}
+DSV4CPU_C_API int64_t dsv4cpu_compressor_state_width_overlap(int64_t hd, bool overlap) {
+  return dsv4cpu::compressor_state_width(hd, overlap);
+}
+DSV4CPU_C_API int64_t dsv4cpu_compressor_state_width(int64_t r, int64_t hd) {
+  return dsv4cpu::compressor_state_width(r, hd);
+}
+DSV4CPU_C_API int64_t dsv4cpu_compressor_state_row_floats(int64_t r, int64_t hd) {
+  return dsv4cpu::compressor_state_row_floats(r, hd);
+}
+DSV4CPU_C_API int64_t dsv4cpu_compressor_state_page_floats(int64_t sbs, int64_t r, int64_t hd) {
+  return dsv4cpu::compressor_state_page_floats(sbs, r, hd);
 }

@@ -6,12 +6,17 @@ any implementation (``python3 -m dsv4cpu.conformance``).
 import contextlib
 import json
 
-from . import errors
-from ._extension import FP8_DTYPE, ops as _ops
+from . import _fakes, errors, sizes  # noqa: F401  (_fakes: registers the fake kernels)
+from ._extension import FP8_DTYPE, VERSION, tools as _tools
 from .errors import Error, IndexError, NonFiniteError, ShapeError, ValueError  # noqa: A004
 from ._wrappers import WRAPPERS as _WRAPPERS
 
+from .sizes import *  # noqa: E402,F403  (the size helpers of cache_sizes.hpp)
+
 globals().update(_WRAPPERS)
+
+#: The library's version, "MAJOR.MINOR.PATCH": ``dsv4cpu::version()`` of the library loaded.
+__version__ = VERSION
 
 
 def registered_ops():
@@ -21,7 +26,7 @@ def registered_ops():
     ``"optimized"``; a ``highway`` variant runs on the best Highway target compiled in and
     supported (``target``, as of this call), otherwise ``isa`` names the fixed ISA it is built for
     (``"avx512bf16"``, ``"amx"``) or is empty for portable code."""
-    return json.loads(_ops._registered_ops())
+    return json.loads(_tools._registered_ops())
 
 
 def runs(op):
@@ -32,7 +37,7 @@ def runs(op):
     "absent", "required"}`` per fixed-ISA variant this machine cannot run: ``absent`` says why,
     ``required`` that ``/proc/cpuinfo`` or ``DSV4CPU_REQUIRE_ISA`` demands its ISA. Call a run
     with ``variant=run["variant"]["name"]`` inside ``highway_target(run)``."""
-    return json.loads(errors.call(_ops._runs, op))
+    return json.loads(errors.call(_tools._runs, op))
 
 
 @contextlib.contextmanager
@@ -51,17 +56,18 @@ def highway_target(target):
                              f"supported here (expected one of {', '.join(sorted(found))})",
                              "highway_target", "target", (), str(target))
         bits = found[target]
-    before = _ops._pin_highway_target(bits)
+    before = _tools._pin_highway_target(bits)
     try:
         yield
     finally:
-        _ops._pin_highway_target(before)
+        _tools._pin_highway_target(before)
 
 
 from .fixtures import Verdict, compare  # noqa: E402  (needs the wrappers above)
 from . import fixtures, recorder  # noqa: E402
 
-__all__ = ["Error", "ShapeError", "IndexError", "ValueError", "NonFiniteError", "FP8_DTYPE",
+__all__ = ["__version__", "Error", "ShapeError", "IndexError", "ValueError", "NonFiniteError",
+           "FP8_DTYPE",
            "registered_ops", "runs", "highway_target", "compare", "Verdict", "errors",
-           "fixtures", "recorder",
-           *sorted(_WRAPPERS)]
+           "fixtures", "recorder", "sizes",
+           *sizes.__all__, *sorted(_WRAPPERS)]

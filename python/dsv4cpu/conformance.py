@@ -40,7 +40,8 @@ import xml.etree.ElementTree as ET
 
 import torch
 
-from . import errors, fixtures, highway_target, runs as library_runs
+from . import errors, fixtures, highway_target, registered_ops, runs as library_runs
+from . import selected_variant
 from ._extension import FP8_ARGUMENTS, is_written, ops, schema
 from ._wrappers import SPECS, output_shape
 
@@ -354,7 +355,7 @@ class Dsv4cpuTarget(Target):
 
     def __init__(self, impl):
         self.impl = impl
-        self.registry = {o["name"]: o["variants"] for o in json.loads(ops._registered_ops())}
+        self.registry = {o["name"]: o["variants"] for o in registered_ops()}
 
     def function(self, op):
         return getattr(ops, op) if op in FP8_ARGUMENTS and not op.startswith("_") else None
@@ -376,7 +377,7 @@ class Dsv4cpuTarget(Target):
             return out
         label = {v["name"]: v["name"] + (":" + v["target"] if v["target"] else "")
                  for v in variants}
-        chosen = ops.selected_variant(op, impl=self.impl)
+        chosen = selected_variant(op, impl=self.impl)
         text = label.get(chosen, chosen)
         if self.impl == "optimized" and variants and chosen == variants[-1]["name"]:
             text += " (no optimized variant)" if len(variants) == 1 else \

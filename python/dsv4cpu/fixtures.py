@@ -16,7 +16,7 @@ import math
 import torch
 
 from . import errors
-from ._extension import FP8_ARGUMENTS, ops
+from ._extension import FP8_ARGUMENTS, tools
 
 FORMAT = "dsv4cpu-fixture/1"
 #: The kinds of metadata values of :func:`scalar`.
@@ -75,7 +75,7 @@ def same_bytes(a, b):
 def load(path):
     """Reads a safetensors file (the verifier's rules: a malformed file, or a path that is not a
     regular file of at most 4 GiB, raises RuntimeError) into a :class:`Fixture`."""
-    tensors, metadata, fp8 = ops._load(str(path))
+    tensors, metadata, fp8 = tools._load(str(path))
     return Fixture(str(path), tensors, metadata, fp8)
 
 
@@ -86,7 +86,7 @@ def scalar(kind, name, text):
     raises RuntimeError with the verifier's message (``scalar <name> = '<text>' is not ...``)."""
     if kind not in KINDS:
         raise ValueError(f"kind '{kind}': expected one of {', '.join(KINDS)}")
-    return getattr(ops, "_" + kind)(name, text)
+    return getattr(tools, "_" + kind)(name, text)
 
 
 def scalar_text(value):
@@ -118,7 +118,7 @@ def save(path, op, inputs, expected, *, fp8=(), description=None, compare=None,
                        ("expected_error", expected_error), *scalars.items()):
         if value is not None:
             metadata[key] = scalar_text(value)
-    errors.call(ops._save, str(path), tensors, metadata, _fp8_names(op, fp8))
+    errors.call(tools._save, str(path), tensors, metadata, _fp8_names(op, fp8))
 
 
 Verdict = collections.namedtuple("Verdict", "passed detail")
@@ -130,7 +130,7 @@ Verdict.__bool__ = lambda self: bool(self.passed)
 def check(fixture, results):
     """The verifier's verdict on ``results`` (dict of tensors by output name, one for every
     ``expected.*`` tensor of the fixture) computed by any implementation of the fixture's op."""
-    passed, detail = errors.call(ops._check, fixture.tensors, fixture.metadata,
+    passed, detail = errors.call(tools._check, fixture.tensors, fixture.metadata,
                                  sorted(fixture.fp8), results)
     return Verdict(passed, detail)
 

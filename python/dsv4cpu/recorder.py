@@ -43,7 +43,30 @@ def _snapshot(t):
 class Recorder:
     """A callable that calls ``function`` and writes every ``every``-th call (the first included)
     as a fixture of ``op`` into ``directory`` (``<op>_<n>.safetensors``, n counting recorded
-    calls). ``paths`` lists the files written."""
+    calls). ``paths`` lists the files written, ``calls`` counts the calls.
+
+    Options (all keyword-only but ``op``):
+
+    - ``op``: the dsv4cpu op name the fixtures carry (default: the torch operator's name, or
+      the function's ``__name__``).
+    - ``every``: record every ``every``-th call (default 1: all; values below 1 count as 1).
+    - ``names``: dict mapping the function's argument (and result) names to the
+      specification's, for an engine kernel whose names differ.
+    - ``outputs``: names (the specification's) of arguments the call writes completely: stored
+      only as ``expected.<name>``, not as inputs (default: the outputs the ``dsv4cpu.<op>``
+      wrapper allocates; ``()`` for none).
+    - ``inplace``: further names of arguments the call updates in place (stored before the call
+      as inputs and after it as ``expected.<name>``); a torch operator's ``Tensor(a!)``
+      arguments are included, and any tensor whose bytes changed is recorded as written.
+    - ``returns``: the names, in order, of the values the function returns (a tuple, list or a
+      single value), as ``expected.<name>``; needed when the function is not a torch operator
+      with named returns and not an op whose dsv4cpu results the package knows. A dict result
+      is recorded by its keys, and returned values that are the call's own arguments (a
+      wrapper returning its outputs) are recorded as those arguments.
+    - ``fp8``: further tensor names whose uint8 values are e4m3fn codes (stored as F8_E4M3;
+      the op's own fp8 arguments are known).
+    - ``description``: the fixtures' ``description`` text.
+    """
 
     def __init__(self, function, directory, op=None, *, every=1, names=None, outputs=None,
                  inplace=(), returns=None, fp8=(), description=None):
@@ -129,5 +152,7 @@ class Recorder:
 
 
 def record(function, directory, op=None, **options):
-    """A :class:`Recorder` of ``function`` writing into ``directory``."""
+    """A :class:`Recorder` of ``function`` writing into ``directory``; ``options`` are the
+    Recorder's: ``every``, ``names``, ``outputs``, ``inplace``, ``returns``, ``fp8``,
+    ``description``."""
     return Recorder(function, directory, op, **options)

@@ -9,7 +9,7 @@ import torch
 
 import dsv4cpu
 from dsv4cpu import conformance, fixtures
-from dsv4cpu._extension import ops
+from dsv4cpu._extension import ops, tools
 from dsv4cpu._wrappers import SPECS
 
 from support import FIXTURES, SHARED, SHARED_ATTENTION, SHARED_NEXT, fixture_files
@@ -30,6 +30,11 @@ def torch_results(fixture, extra):
     for name, v in zip(returns, values):
         if v is not None:
             out[name] = v if isinstance(v, torch.Tensor) else torch.tensor([v])
+    if fixture.op == "indexer_metadata" and int(out["num_prefills"]) == 0:
+        # without prefills the op gives the chunk tensors empty, the C++ call none
+        for name in ("chunk", "cu_seq_lens", "cu_seqlen_ks", "cu_seqlen_ke", "token_req",
+                     "token_to_seq"):
+            assert out.pop(name).numel() == 0, name
     return out
 
 
@@ -40,7 +45,7 @@ def assert_torch_equals_cpp(fixture):
     assert runs
     for run in runs:
         with dsv4cpu.highway_target(run.highway or {}):
-            cpp = ops._run(fixture.tensors, fixture.metadata, sorted(fixture.fp8), "best",
+            cpp = tools._run(fixture.tensors, fixture.metadata, sorted(fixture.fp8), "best",
                            run.arguments.get("variant"))
             got = torch_results(fixture, run.arguments)
         assert sorted(got) == sorted(cpp), run.label
@@ -75,9 +80,9 @@ def test_c128a_compact_torch_equals_cpp():
 def test_every_kernel_op_is_covered():
     """The fixtures above reach every op of the registry that has a fixture form."""
     covered = {fixtures.load(path).op for path, _ in CASES}
-    bound = set(json.loads(ops._bindings()))
+    bound = set(json.loads(tools._bindings()))
     assert set(REGISTRY) - {"build_tile_scheduler", "c128a_topk_indices_compact"} <= covered
-    assert set(REGISTRY) <= bound
+    assert set(REGISTRY) - {"build_tile_scheduler"} <= bound  # a string result: not a tensor op
     assert set(REGISTRY) <= set(SPECS)  # every op has its wrapper dsv4cpu.<op>
 
 
