@@ -91,9 +91,9 @@ SPECS = {
     "make_cos_sin_cache": (
         """compressor.md §8.2: the RoPE table, cos in columns 0..31 and sin in 32..63.
 
-    ``rows`` int; ``theta`` float; YaRN iff ``yarn_factor`` (float) is given, the other YaRN
-    floats defaulting to DeepSeek-V4's 65536, 32, 1, 1.0. ``cos_sin_cache`` float32 [rows, 64]
-    (written).""",
+    ``rows`` int; ``theta`` float; YaRN iff ``yarn_factor`` (float) is given, with the floats
+    ``yarn_original_max``, ``yarn_beta_fast``, ``yarn_beta_slow``, ``yarn_mscale`` (None:
+    DeepSeek-V4's 65536, 32, 1, 1.0). ``cos_sin_cache`` float32 [rows, 64] (written).""",
         {"cos_sin_cache": (_F32, lambda a: (a["rows"], 64))}),
     "fused_indexer_q_rope_quant": (
         """indexer.md §2: RoPE on the last 64 dims, per-head power-of-two fp8 quantisation, the

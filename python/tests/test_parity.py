@@ -11,6 +11,7 @@ import torch
 import dsv4cpu
 from dsv4cpu import fixtures
 from dsv4cpu._extension import ops, tools
+from dsv4cpu._wrappers import SPECS
 
 from support import ROOT, fixture
 
@@ -167,3 +168,17 @@ def test_extent_from_an_index_array():
                     torch.empty(0, dtype=torch.int32))
     assert_same_error(e.value, raw)
     assert e.value.argument == "query_start_loc"
+
+
+def test_docstrings_name_every_argument():
+    """Each wrapper's docstring states every argument (its shape and dtype, or its type), and
+    the options and the thread default where the op takes them."""
+    options = {"impl", "variant", "check_finite", "num_threads"}
+    for name in SPECS:
+        wrapper = getattr(dsv4cpu, name)
+        doc = wrapper.__doc__
+        described = doc[:doc.index("The wrapper of")]
+        for argument in inspect.signature(wrapper).parameters:
+            assert f"``{argument}``" in described, (name, argument)
+        if options <= set(inspect.signature(wrapper).parameters):
+            assert "torch.get_num_threads()" in described, name
