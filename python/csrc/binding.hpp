@@ -28,8 +28,8 @@ MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
 // "best", "reference", "optimized" -> Impl; anything else is a ValueError naming `op` and "impl".
 Impl parse_impl(const std::string& op, const std::string& text);
 
-// Re-raises `e` as the exception torch turns into a Python one: IndexError for
-// dsv4cpu::IndexError, ValueError for the others. The message is what() followed by one line
+// Re-raises `e` as the exception torch turns into a Python one: c10::IndexError (IndexError) for
+// dsv4cpu::IndexError, c10::ValueError (ValueError) for the others. The message is what() followed by one line
 // "[dsv4cpu.<Kind>] <JSON of op, argument, index, value>" from which the dsv4cpu package rebuilds
 // the typed exception.
 [[noreturn]] void raise_for_python(const Error& e);

@@ -106,8 +106,10 @@ void raise_for_python(const Error& e) {
   const std::string message =
       std::string(e.what()) + "\n[dsv4cpu." + e.kind() + "] " +
       fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (dynamic_cast<const IndexError*>(&e) != nullptr) throw std::out_of_range(message);
-  throw std::invalid_argument(message);
+  // torch's own classes: every torch (1.13 to 2.15) raises them as IndexError and ValueError.
+  const c10::SourceLocation where{__func__, __FILE__, static_cast<uint32_t>(__LINE__)};
+  if (dynamic_cast<const IndexError*>(&e) != nullptr) throw c10::IndexError(where, message);
+  throw c10::ValueError(where, message);
 }
 
 namespace {
