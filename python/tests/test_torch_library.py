@@ -105,6 +105,17 @@ def test_opcheck(op):
     OPCHECK(getattr(ops, op).default, *positional(op, sample(op)))
 
 
+TWINS = [op for op in TENSOR_OPS if hasattr(tools, op + "_functional")]
+
+
+@needs_opcheck
+@pytest.mark.parametrize("op", TWINS)
+def test_opcheck_functional_twins(op):
+    """The functional twins torch.compile uses for the ops with an argument ``mode``."""
+    assert TWINS == ["indexer_topk", "topk_transform_512"]
+    OPCHECK(getattr(tools, op + "_functional").default, *positional(op, sample(op)))
+
+
 @needs_opcheck
 @pytest.mark.parametrize("op", sorted(SCALAR_CALLS))
 def test_opcheck_scalar_ops(op):
