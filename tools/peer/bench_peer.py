@@ -21,7 +21,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dsv4cpu._extension import FP8_ARGUMENTS, ops  # noqa: E402
+from dsv4cpu._extension import FP8_ARGUMENTS, ops, tools  # noqa: E402
 import vllm_kernels  # noqa: E402
 
 SCHEMA = "dsv4cpu-vs-vllm/1"
@@ -250,7 +250,7 @@ def main(argv=None):
                 times["dsv4cpu"].append(sample(dsv4, args.seconds))
             v, d = statistics.median(times["vllm"]), statistics.median(times["dsv4cpu"])
             results.append({"op": op, "shape": shape, "threads": n, "vllm_s": v, "dsv4cpu_s": d,
-                            "ratio": v / d, "variant": ops.selected_variant(op, impl="optimized"),
+                            "ratio": v / d, "variant": tools.selected_variant(op, impl="optimized"),
                             "repetitions": args.repetitions})
             print(f"{op:<34} {shape:<22} {n:>7} {v * 1e3:>10.4f} {d * 1e3:>11.4f} "
                   f"{v / d:>7.2f}", flush=True)
