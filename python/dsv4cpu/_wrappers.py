@@ -373,8 +373,8 @@ def _indexer_metadata_results(results):
     return results if results["num_prefills"] else {**results, **dict.fromkeys(_CHUNK)}
 
 
-#: Per op, what the wrapper makes of the op's results (a dict by name).
-_RESULTS = {"indexer_metadata": _indexer_metadata_results}
+#: Per op, what the wrapper (and the recorder) makes of the op's results (a dict by name).
+RESULTS = {"indexer_metadata": _indexer_metadata_results}
 
 
 def _parameters(sch, outputs):
@@ -439,7 +439,7 @@ def _wrapper(op):
         if len(returns) == 1 and not written:
             return result[0]
         results = {**{name: arguments[name] for name in written}, **dict(zip(returns, result))}
-        return _RESULTS.get(op, dict)(results)
+        return RESULTS.get(op, dict)(results)
 
     wrapper.__name__ = wrapper.__qualname__ = op
     wrapper.__signature__ = signature

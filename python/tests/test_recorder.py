@@ -92,6 +92,18 @@ def test_returned_values(tmp_path):
     both_pass(tmp_path, 2)
 
 
+def test_raw_op_without_prefills(tmp_path):
+    """The raw indexer_metadata of a decode-only step gives the prefill chunk as empty tensors:
+    recorded as the wrapper gives it (no chunk), which both checkers accept."""
+    kernel = record(torch.ops.dsv4cpu.indexer_metadata, tmp_path)
+    kernel(torch.tensor([0, 1, 2], dtype=torch.int32), torch.tensor([10, 20], dtype=torch.int32),
+           torch.zeros(2, 4, dtype=torch.int32), 64, None, torch.empty(2, dtype=torch.int64))
+    f = fixtures.load(tmp_path / "indexer_metadata_00000.safetensors")
+    assert "chunk" not in f.expected and f.expected["num_prefills"].tolist() == [0]
+    assert f.expected["num_decodes"].tolist() == [2]
+    both_pass(tmp_path, 1)
+
+
 def test_attention_ops(tmp_path):
     """The attention ops: an in-place cache, the optional lse, string and fp32 scalars."""
     t = fixtures.load(fixture("fused_qnorm_rope_kv_insert", "tiny_tiles_gpu_flush")).inputs
