@@ -7,7 +7,7 @@ import torch
 
 import dsv4cpu
 from dsv4cpu import errors, fixtures
-from dsv4cpu._extension import ops
+from dsv4cpu._extension import ops, tools
 
 from support import fixture
 
@@ -86,9 +86,9 @@ def test_variant_is_the_whole_name():
             ops.map_local_to_global_slots(*args, slots, variant=name)
         assert type(errors.from_exception(e.value)) is dsv4cpu.ValueError
         with pytest.raises(dsv4cpu.ValueError) as e:
-            errors.call(ops.selected_variant, "map_local_to_global_slots", variant=name)
+            errors.call(tools.selected_variant, "map_local_to_global_slots", variant=name)
         assert str(e.value).startswith(message)
-    assert ops.selected_variant("map_local_to_global_slots", variant="ref") == "ref"
+    assert tools.selected_variant("map_local_to_global_slots", variant="ref") == "ref"
 
 
 def test_raw_torch_ops_raise_builtin_classes_with_the_fields():
