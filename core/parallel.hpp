@@ -6,7 +6,7 @@
 // Options::num_threads is an upper bound (0: OpenMP's default), capped at the processors of the
 // machine; below a work threshold a call stays on the calling thread, since starting and joining
 // the team costs more than the work it would share. The threshold is bytes touched (read plus
-// written) per thread, measured on the reference machine (README, "Benchmarks").
+// written) per thread, measured on the reference machine (docs/benchmarks.md).
 #pragma once
 #include <omp.h>
 
