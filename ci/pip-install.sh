@@ -103,5 +103,5 @@ EOF
 verify="${root}/build/release/tools/dsv4cpu-verify"
 if [ -z "${DSV4CPU_VERIFY:-}" ] && [ -x "${verify}" ]; then export DSV4CPU_VERIFY="${verify}"; fi
 step="the package's tests"
-DSV4CPU_FIXTURES="${root}/fixtures" DSV4CPU_README="${root}/README.md" \
+DSV4CPU_FIXTURES="${root}/fixtures" \
   "${python}" -m pytest -q -p no:cacheprovider -rs "${root}/python/tests"

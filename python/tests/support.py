@@ -1,7 +1,7 @@
 """Paths and helpers of the dsv4cpu package tests. ctest sets DSV4CPU_VERIFY, DSV4CPU_FIXTURES,
-DSV4CPU_SHARED_CONFORMANCE, DSV4CPU_SHARED_CONFORMANCE_ATTENTION, DSV4CPU_SHARED_CONFORMANCE_NEXT
-and DSV4CPU_README; by hand they default to the release build and the folders beside the
-project."""
+DSV4CPU_SHARED_CONFORMANCE, DSV4CPU_SHARED_CONFORMANCE_ATTENTION and
+DSV4CPU_SHARED_CONFORMANCE_NEXT; by hand they default to the release build and the folders beside
+the project."""
 import os
 import subprocess
 import sys
@@ -19,7 +19,8 @@ SHARED_ATTENTION = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_ATTENTION") or os.
     ROOT, "..", "shared", "conformance-attention")
 SHARED_NEXT = os.environ.get("DSV4CPU_SHARED_CONFORMANCE_NEXT") or os.path.join(
     ROOT, "..", "shared", "conformance-next")
-README = os.environ.get("DSV4CPU_README") or os.path.join(ROOT, "README.md")
+#: The user pages (docs/*.md), whose scripts the tests run.
+DOCS = os.path.join(ROOT, "docs")
 #: The metadata grammar's table (docs/conformance.md), shared with the verifier's tests.
 METADATA_TABLE = os.path.join(ROOT, "tests", "data", "fixture_metadata.json")
 

@@ -1,4 +1,4 @@
-"""Fixtures recorded from calls pass dsv4cpu-verify and the Python runner: the README's script,
+"""Fixtures recorded from calls pass dsv4cpu-verify and the Python runner: docs/python.md's script,
 every N-th call, an engine-style kernel with its own names, in-place buffers, fp8 outputs and
 returned values."""
 import os
@@ -11,7 +11,7 @@ import dsv4cpu
 from dsv4cpu import fixtures
 from dsv4cpu.recorder import record
 
-from support import README, conformance, fixture, run, verify
+from support import DOCS, conformance, fixture, run, verify
 
 
 def both_pass(folder, count):
@@ -22,9 +22,9 @@ def both_pass(folder, count):
     assert status == 0 and lines[-1] == f"{count} passed, 0 failed", lines
 
 
-def test_readme_script(tmp_path):
-    text = open(README, encoding="utf-8").read()
-    section = text[text.index("## Using dsv4cpu from PyTorch"):]
+def test_docs_script(tmp_path):
+    text = open(os.path.join(DOCS, "python.md"), encoding="utf-8").read()
+    section = text[text.index("## Recorder"):]
     script = next(block for block in re.findall(r"```python\n(.*?)```", section, re.S)
                   if "recorder.record" in block)
     assert len(script.strip().split("\n")) == 5
