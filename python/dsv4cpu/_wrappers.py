@@ -10,9 +10,11 @@ the error the op raises for that argument. The wrappers are built from the opera
 schemas; this module adds only what a schema cannot say: a docstring and how to allocate each
 output.
 
-Dtypes are torch's: float32, bfloat16, int32, int64, uint8; fp8 codes are float8_e4m3fn, or uint8
-holding e4m3fn codes. "index" means int32 or int64. Tensors must be on the CPU.
+Dtypes are torch's: float32, bfloat16, float16, int32, int64, uint8; fp8 codes are
+float8_e4m3fn, or uint8 holding e4m3fn codes. "index" means int32 or int64. Tensors must be on
+the CPU.
 """
+import functools
 import inspect
 import os
 
@@ -310,7 +312,8 @@ def output_shape(op, arguments, name):
 MEMORY_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _itemsize(dtype):
+@functools.lru_cache(maxsize=None)
+def _itemsize(dtype):  # torch.dtype.itemsize is torch >= 2.1
     return torch.empty(0, dtype=dtype).element_size()
 
 
