@@ -114,6 +114,11 @@ void raise_for_python(const Error& e) {
 
 namespace {
 
+// True for a schema argument the op writes (Tensor(a!)).
+bool written(const c10::Argument& a) {
+  return a.alias_info() != nullptr && a.alias_info()->isWrite();
+}
+
 // Options::num_threads of a call: torch's intra-op thread count (torch.get_num_threads()) when
 // num_threads is None, else the count given (0: OpenMP's default).
 int threads_of(const std::string& op, std::optional<int64_t> num_threads) {
@@ -140,7 +145,7 @@ class Call {
     written_.resize(args_.size());
     for (size_t i = 0; i < args_.size(); ++i) {
       const c10::Argument& a = schema.arguments()[i];
-      written_[i] = a.alias_info() != nullptr && a.alias_info()->isWrite();
+      written_[i] = written(a);
       if (!args_[i].isTensor()) continue;
       const bool codes = std::find(fp8.begin(), fp8.end(), a.name()) != fp8.end();
       views_[i] = view_of(args_[i].toTensor(), codes, op_, a.name());
@@ -693,10 +698,6 @@ bool has_functional_twin(const BoundOp& op) {
 }
 
 constexpr const char* kTwinSuffix = "_functional";
-
-bool written(const c10::Argument& a) {
-  return a.alias_info() != nullptr && a.alias_info()->isWrite();
-}
 
 std::string twin_schema(const BoundOp& op) {
   std::string arguments = op.arguments;
