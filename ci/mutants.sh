@@ -94,7 +94,7 @@ family_regex() {
       local exe
       exe=$(find "$bld" -type f -name "$t" -perm -u+x | head -1)
       names="$names $("$exe" --gtest_list_tests |
-        awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | sed 's/\./\\./g')"
+        awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | sed 's/[.+]/\\&/g')"
     done
     regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))\$"
   fi

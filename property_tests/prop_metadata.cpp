@@ -247,7 +247,8 @@ void c128a_topk_indices_property(const testing::Plan& plan) {
       });
 }
 const bool kC128aTopkIndices =
-    register_property("C128aTopkIndices", "EqualsReference", "c128a_topk_indices", kOptimized,
+    register_property("C128aTopkIndices", "EqualsReference",
+                      {"c128a_topk_indices", "c128a_topk_indices_compact"}, kOptimized,
                       c128a_topk_indices_property);
 
 void c128a_decode_metadata_property(const testing::Plan& plan) {

@@ -188,9 +188,10 @@ void topk_transform_property(const testing::Plan& plan) {
     assert_same_bytes(pages, want_pages, label + " page_indices");
   });
 }
-// Both widths share one variant list: the property draws K, so it registers once.
+// Both widths share one variant list: the property draws K, so it registers once for both.
 const bool kTopkTransform =
-    register_property("TopkTransform", "EqualsReference", "topk_transform_512", kEveryVariant,
+    register_property("TopkTransform", "EqualsReference",
+                      {"topk_transform_512", "topk_transform_1024"}, kEveryVariant,
                       topk_transform_property);
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Helpers of the property tests: registering a property once per group of variants (the
-// registry decides the groups and the runs, testing/runs.hpp), capturing the outcome of a call
+// Helpers of the property tests: registering a property once per variant and target (the
+// registry decides the runs, testing/runs.hpp), capturing the outcome of a call
 // (success, or the exception's kind and message), and byte comparisons that report the first
 // difference instead of printing whole buffers.
 #pragma once
@@ -29,34 +29,16 @@ inline const bool kThreadsUpTo8 = (detail::set_processors_for_test(8), true);
 // testing::runs(op, plan) and checks each.
 using Property = std::function<void(const testing::Plan& plan)>;
 
-// Registers `property` as the GoogleTest tests <suite>.<group><what>, one per group of `op`
-// (testing::groups; checked with RapidCheck's case count, RC_PARAMS). A fixed-ISA group whose ISA
-// this machine lacks is skipped, or fails where the ISA is required (testing::isa_required).
-inline bool register_property(const char* suite, const std::string& what, const std::string& op,
-                              const testing::Plan& plan, const Property& property) {
-  for (const testing::Group& g : testing::groups(op, plan)) {
-    const std::string name = g.name + what;
-    ::testing::RegisterTest(suite, name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                            [=]() -> ::testing::Test* {
-                              struct PropertyTest : ::testing::Test {
-                                std::string op, label;
-                                testing::Plan plan;
-                                Property property;
-                                void TestBody() override {
-                                  if (plan.isa && !plan.isa->empty())
-                                    DSV4CPU_SKIP_IF_ABSENT(op, testing::runs(op, plan));
-                                  EXPECT_TRUE(rc::check(label, [&] { property(plan); }));
-                                }
-                              };
-                              auto* t = new PropertyTest;
-                              t->op = op;
-                              t->label = std::string(suite) + "." + name;
-                              t->plan = g.plan;
-                              t->property = property;
-                              return t;
-                            });
-  }
-  return true;
+// Registers `property` as the GoogleTest tests <suite>.<what>/<ops>/<variant>/<target>/<threads>,
+// one per variant and target of the ops the property calls, with the plan's thread counts inside
+// (testing::register_run_tests; checked with RapidCheck's case count, RC_PARAMS).
+inline bool register_property(const char* suite, const std::string& what,
+                              const testing::OpList& ops, const testing::Plan& plan,
+                              const Property& property) {
+  const std::string label = std::string(suite) + "." + what;
+  return testing::register_run_tests(
+      suite, what, __FILE__, __LINE__,
+      [=] { EXPECT_TRUE(rc::check(label, [&] { property(plan); })); }, ops, plan, false);
 }
 
 // Success, or the exception a call threw.

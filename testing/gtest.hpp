@@ -1,11 +1,13 @@
-// GoogleTest adapters of the testing library: every run of an op, the rule that a required ISA
-// is never skipped, the error matchers of the bad-input tests, and the oracle's verdicts as
-// assertion results. Every test binary including it lifts the work thresholds of
+// GoogleTest adapters of the testing library: every run of an op, one registered test per run
+// (DSV4CPU_RUN_TEST), the rule that a required ISA is never skipped, the error matchers of the
+// bad-input tests, and the oracle's verdicts as assertion results. Every test binary including it lifts the work thresholds of
 // core/parallel.hpp, so that runs with several threads split even the small calls of the tests.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <initializer_list>
+#include <set>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -35,6 +37,71 @@ template <class Body>
 void for_each_run(const std::string& op, const Body& body) {
   for_each_run(op, Plan{}, body);
 }
+
+// The ops a test declares: one name, a list of names, or every op (OpList::every(), named
+// "every_op" in test names).
+struct OpList {
+  std::vector<std::string> names;
+  std::string label;  // "": the names joined by "+"
+  OpList(const char* op) : names{op} {}                           // NOLINT
+  OpList(std::string op) : names{std::move(op)} {}                // NOLINT
+  OpList(std::initializer_list<std::string> ops) : names(ops) {}  // NOLINT
+  static OpList every() {
+    OpList all{};
+    all.names = op_names();
+    all.label = "every_op";
+    return all;
+  }
+};
+
+// One registered test of register_run_tests: `body` with the test run's selection in force.
+class RunTest : public ::testing::Test {
+ public:
+  RunTest(TestRun run, std::function<void()> body) : run_(std::move(run)), body_(std::move(body)) {}
+  void TestBody() override {
+    if (run_.absent) {
+      const Absence a = absence(run_.selection.ops.front(), RunList{{}, {*run_.absent}});
+      if (a.required) FAIL() << a.message;
+      GTEST_SKIP() << a.message;
+    }
+    const ScopedSelection selection(run_.selection);
+    body_();
+    if (!HasFatalFailure() && !IsSkipped() && selection.entered() == 0)
+      ADD_FAILURE() << "the test entered no run " << run_.path
+                    << ": its loops over runs do not match the ops and plan it declares";
+  }
+
+ private:
+  TestRun run_;
+  std::function<void()> body_;
+};
+
+// Registers the GoogleTest tests <suite>.<name>/<op>/<variant>/<target>/<threads>, one per test
+// run of `ops` under `plan` (testing::test_runs): each calls `body`, whose for_each_run,
+// expect_error and runs() then visit that run only (`ctest -R 'hwy/AVX2'` selects the AVX2 runs).
+// An absent fixed-ISA variant gives one test per suite, <suite>.AbsentVariant/<ops>/<variant>/absent,
+// which skips, or fails where its ISA is required.
+inline bool register_run_tests(const char* suite, const std::string& name, const char* file,
+                               int line, const std::function<void()>& body, const OpList& ops,
+                               const Plan& plan = {}, bool per_thread_count = true) {
+  static std::set<std::string> absent_registered;  // one skip per suite and absent variant
+  for (const TestRun& t : test_runs(ops.names, plan, per_thread_count, ops.label)) {
+    if (t.absent && !absent_registered.insert(std::string(suite) + "." + t.path).second) continue;
+    const std::string full = (t.absent ? "AbsentVariant" : name) + "/" + t.path;
+    ::testing::RegisterTest(suite, full.c_str(), nullptr, nullptr, file, line,
+                            [=]() -> ::testing::Test* { return new RunTest(t, body); });
+  }
+  return true;
+}
+
+// A test of the runs of an op, registered once per run: DSV4CPU_RUN_TEST(Suite, Name, ops[, plan])
+// { body }, where the body loops with for_each_run or expect_error as a TEST would.
+#define DSV4CPU_RUN_TEST(Suite, Name, ...)                                                  \
+  void Suite##_##Name##_Runs();                                                             \
+  [[maybe_unused]] const bool Suite##_##Name##_Registered =                                 \
+      ::dsv4cpu::testing::register_run_tests(#Suite, #Name, __FILE__, __LINE__,             \
+                                             &Suite##_##Name##_Runs, __VA_ARGS__);          \
+  void Suite##_##Name##_Runs()
 
 // In a test of one ISA's variants (`list` = runs(op, {.isa = ...})): fails when an absent one's
 // ISA is required here, else skips when one is absent.

@@ -27,7 +27,14 @@ struct Run {
   Options options() const;  // the variant by name, the thread count
   // "ref", "hwy:AVX2", "avx512bf16:AVX512_BF16"; " 2t" appended when threads > 0.
   std::string label() const;
+  // The run in test names: <op>/<variant>/<target>/<threads>, e.g.
+  // "save_partial_states/hwy/AVX2/2" (run_path).
+  std::string path() const;
 };
+// <op>/<variant>/<target>/<threads>: target "baseline" for a variant compiled for the build's
+// baseline ISA, threads "auto" for 0 (OpenMP's default) and the counts joined by "+" for several.
+std::string run_path(const std::string& op, const std::string& variant, const std::string& target,
+                     const std::vector<int>& threads);
 
 // Which runs a consumer wants.
 struct Plan {
@@ -79,13 +86,37 @@ void for_each(const RunList& list, const Body& body) {
   }
 }
 
-// The groups of variants of `op` a property test registers one test for, given the runs it wants
-// (`plan`): the variants without a fixed ISA ("EveryVariant", when the plan selects any) and each
-// fixed ISA of the registry ("Amx", "Avx512bf16"), each with its own plan.
-struct Group {
-  std::string name;
-  Plan plan;
+// ---- one test per run ----
+
+// The runs one registered test stands for (testing/gtest.hpp): one variant on one target, with
+// one thread count or every thread count of the plan, of each op the test declares.
+struct RunSelection {
+  std::string variant, target;   // target "absent": an absent fixed-ISA variant
+  std::optional<int> threads;    // unset: every thread count
+  std::vector<std::string> ops;  // the ops the test declares
 };
-std::vector<Group> groups(const std::string& op, const Plan& plan);
+
+// While one is in force, runs() yields only the runs the selection matches (and throws
+// std::logic_error for an op the test does not declare), and counts the runs entered.
+class ScopedSelection {
+ public:
+  explicit ScopedSelection(RunSelection selection);
+  ~ScopedSelection();
+  ScopedSelection(const ScopedSelection&) = delete;
+  ScopedSelection& operator=(const ScopedSelection&) = delete;
+  int64_t entered() const;  // ScopedTargets constructed for a matching run so far
+};
+
+// The tests to register for `ops` under `plan`, in registry order: one per run
+// (`per_thread_count`) or one per variant and target with the plan's thread counts inside, each
+// covering that run of every declared op that has it (path <label or the ops joined by "+">/...);
+// each absent fixed-ISA variant gives one, <ops>/<variant>/absent, carrying the variant.
+struct TestRun {
+  std::string path;  // run_path, or <ops>/<variant>/absent
+  RunSelection selection;
+  std::optional<VariantInfo> absent;
+};
+std::vector<TestRun> test_runs(const std::vector<std::string>& ops, const Plan& plan,
+                               bool per_thread_count, const std::string& label = "");
 
 }  // namespace dsv4cpu::testing

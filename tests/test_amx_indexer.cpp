@@ -267,7 +267,8 @@ TEST(AmxVariant, RegisteredGatedAndSelected) {
   }
 }
 
-TEST(AmxVariant, LogitsWithinBoundOfExact) {
+DSV4CPU_RUN_TEST(AmxVariant, LogitsWithinBoundOfExact,
+                 "fp8_paged_mqa_logits", testing::isa_plan("amx", {1, 2})) {
   const testing::RunList amx =
       testing::runs("fp8_paged_mqa_logits", testing::isa_plan("amx", {1, 2}));
   DSV4CPU_SKIP_IF_ABSENT("fp8_paged_mqa_logits", amx);

@@ -46,14 +46,14 @@ struct SparseBad {
   }
 };
 
-TEST(SparseMlaAttentionBadInput, ValidBaseCaseRuns) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, ValidBaseCaseRuns, "sparse_mla_attention") {
   SparseBad b;
   testing::for_each_run("sparse_mla_attention", [&](const testing::Run& run) {
     EXPECT_NO_THROW(b.c.run(run.options())) << run.label();
   });
 }
 
-TEST(SparseMlaAttentionBadInput, Scalars) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, Scalars, "sparse_mla_attention") {
   SparseBad b;
   b.c.window.P = 0;
   EXPECT_EQ(b.expect("ValueError"),
@@ -74,7 +74,7 @@ TEST(SparseMlaAttentionBadInput, Scalars) {
   EXPECT_EQ(parse_nope_decode("x", "vllm"), NopeDecode::vllm);
 }
 
-TEST(SparseMlaAttentionBadInput, QShapeAndStrides) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, QShapeAndStrides, "sparse_mla_attention") {
   SparseBad b;
   // dtype, head dim, stride(1) != 512, stride(0) < H·512, inner stride != 1.
   b.expect("ShapeError", [&](auto& v) { v.q = TensorView(v.q.data(), DType::F32, {2, 2, 512}); });
@@ -92,7 +92,7 @@ TEST(SparseMlaAttentionBadInput, QShapeAndStrides) {
             std::string::npos);
 }
 
-TEST(SparseMlaAttentionBadInput, CachesSlotsSinkOutLseShapes) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, CachesSlotsSinkOutLseShapes, "sparse_mla_attention") {
   SparseBad b;
   // page_bytes < P·584 (window: P = 2 needs 1168 bytes).
   b.expect("ShapeError", [&](auto& v) {
@@ -128,7 +128,7 @@ TEST(SparseMlaAttentionBadInput, CachesSlotsSinkOutLseShapes) {
   b.expect("ShapeError", [&](auto& v) { v.lse = MutableTensorView(v.lse.data(), DType::F32, {2, 3}); });
 }
 
-TEST(SparseMlaAttentionBadInput, Overlaps) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, Overlaps, "sparse_mla_attention") {
   SparseBad b;
   // out over q (q's storage is large enough for out's view).
   EXPECT_EQ(b.expect("ShapeError",
@@ -149,7 +149,7 @@ TEST(SparseMlaAttentionBadInput, Overlaps) {
             "that do not overlap)");
 }
 
-TEST(SparseMlaAttentionBadInput, Slots) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, Slots, "sparse_mla_attention") {
   SparseBad b;
   b.c.window_slots[4] = 4;  // 2 pages x 2 entries
   EXPECT_EQ(b.expect("IndexError"),
@@ -169,7 +169,7 @@ TEST(SparseMlaAttentionBadInput, Slots) {
   EXPECT_NO_THROW(b.c.run());
 }
 
-TEST(SparseMlaAttentionBadInput, NonFiniteQAndSink) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, NonFiniteQAndSink, "sparse_mla_attention") {
   SparseBad b;
   b.c.q_row(1, 1)[300] = 0x7F80;  // +inf
   b.c.q_row(1, 0)[7] = 0xFFC1;    // NaN, first in row-major order
@@ -194,7 +194,7 @@ TEST(SparseMlaAttentionBadInput, NonFiniteQAndSink) {
   });
 }
 
-TEST(SparseMlaAttentionBadInput, ZeroTokensIsANoOp) {
+DSV4CPU_RUN_TEST(SparseMlaAttentionBadInput, ZeroTokensIsANoOp, "sparse_mla_attention") {
   AttentionCase c(0, 4, MlaPages(1, 2), 8, MlaPages(0, 2), 3);
   c.sink.assign(4, 0.0f);
   testing::for_each_run("sparse_mla_attention", [&](const testing::Run& run) {
@@ -254,14 +254,14 @@ struct InsertBad {
   }
 };
 
-TEST(FusedQnormRopeKvInsertBadInput, ValidBaseCaseRuns) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, ValidBaseCaseRuns, "fused_qnorm_rope_kv_insert") {
   testing::for_each_run("fused_qnorm_rope_kv_insert", [&](const testing::Run& run) {
     InsertBad b;
     EXPECT_NO_THROW(b.run(b.views(), run.options())) << run.label();
   });
 }
 
-TEST(FusedQnormRopeKvInsertBadInput, Scalars) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, Scalars, "fused_qnorm_rope_kv_insert") {
   for (double eps : {-1e-6, double(kNaN), double(kInf), 1e300}) {
     InsertBad b;
     b.eps = eps;
@@ -285,7 +285,7 @@ TEST(FusedQnormRopeKvInsertBadInput, Scalars) {
   EXPECT_EQ(parse_fp8_subnormals("x", "flush"), Fp8Subnormals::flush);
 }
 
-TEST(FusedQnormRopeKvInsertBadInput, Shapes) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, Shapes, "fused_qnorm_rope_kv_insert") {
   InsertBad b;
   b.expect("ShapeError", [&](auto& v) { v.q = TensorView(v.q.data(), DType::F32, {3, 2, 512}); });
   b.expect("ShapeError", [&](auto& v) {
@@ -320,7 +320,7 @@ TEST(FusedQnormRopeKvInsertBadInput, Shapes) {
   b.expect("ShapeError", [&](auto& v) { v.q_out = MutableTensorView(); });
 }
 
-TEST(FusedQnormRopeKvInsertBadInput, Overlaps) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, Overlaps, "fused_qnorm_rope_kv_insert") {
   InsertBad b;
   EXPECT_EQ(b.expect("ShapeError",
                      [&](auto& v) {
@@ -344,7 +344,7 @@ TEST(FusedQnormRopeKvInsertBadInput, Overlaps) {
             "(expected an output that does not overlap any input)");
 }
 
-TEST(FusedQnormRopeKvInsertBadInput, PositionsAndSlots) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, PositionsAndSlots, "fused_qnorm_rope_kv_insert") {
   InsertBad b;
   b.positions[1] = 8;  // R = 8
   EXPECT_EQ(b.expect("IndexError"),
@@ -372,7 +372,7 @@ TEST(FusedQnormRopeKvInsertBadInput, PositionsAndSlots) {
   });
 }
 
-TEST(FusedQnormRopeKvInsertBadInput, NonFiniteInputs) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, NonFiniteInputs, "fused_qnorm_rope_kv_insert") {
   InsertBad b;
   b.q[2 * 512 + 9] = 0xFF80;
   EXPECT_EQ(b.expect("NonFiniteError"),
@@ -393,7 +393,8 @@ TEST(FusedQnormRopeKvInsertBadInput, NonFiniteInputs) {
   });
 }
 
-TEST(FusedQnormRopeKvInsertBadInput, ComputedValuesFirstOffendingToken) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsertBadInput, ComputedValuesFirstOffendingToken,
+                 "fused_qnorm_rope_kv_insert") {
   // Token 1: a q head of 1e30 overflows ss; token 2: its kv pair rotated by cos 1e30 overflows.
   InsertBad b;
   for (int d = 0; d < 512; ++d) b.q[static_cast<size_t>((1 * 2 + 1) * 512 + d)] = to_bf16(1e30f);

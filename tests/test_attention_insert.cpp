@@ -79,7 +79,7 @@ struct InsertCase {
   }
 };
 
-TEST(FusedQnormRopeKvInsert, WorkedExample35) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, WorkedExample35, kOp) {
   // kv all 1.0 at position 0 into slot 6 (P = 4: page 1, entry 2): codes 0x78, bytes 0x77, RoPE
   // bytes 80 3F, pad 0. q head all 1.0: ss = 512, t = 0x3F800008, inv = 0x3F7FFFF8, q_out 0x3F80;
   // q_head_padded 3 > Hq = 2: head 2 is +0.
@@ -113,7 +113,7 @@ TEST(FusedQnormRopeKvInsert, WorkedExample35) {
   EXPECT_EQ(f32_bits(inv), 0x3F7FFFF8u);
 }
 
-TEST(FusedQnormRopeKvInsert, QuarterTurnSwapsPairs) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, QuarterTurnSwapsPairs, kOp) {
   // cos = 0, sin = 1: e' = fma(e, 0, RN(o·-1)) = -o, o' = fma(o, 0, RN(e·1)) = e, exactly.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     InsertCase c(1, 1, 1, 1, 4, MlaPages(1, 2));
@@ -134,7 +134,7 @@ TEST(FusedQnormRopeKvInsert, QuarterTurnSwapsPairs) {
   });
 }
 
-TEST(FusedQnormRopeKvInsert, SubnormalModesAndClampRules) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, SubnormalModesAndClampRules, kOp) {
   // Tile 0: 1.0 (amax 1, e = -8, y = b·256), ±2^-16 (y = ±2^-8: code ±0x02, flushed ±0x00),
   // 2^-14 (y = 2^-6: code 0x08, never flushed). Tile 1: amax 0.010009765625 and 5.3125·2^-22:
   // cpu byte 0x72, codes 0x6A / 0x05; gpu byte 0x70, codes 0x7A / 0x13 (compressor.md §9.2).
@@ -172,7 +172,7 @@ TEST(FusedQnormRopeKvInsert, SubnormalModesAndClampRules) {
   });
 }
 
-TEST(FusedQnormRopeKvInsert, FusedRotationReachesTheCache) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, FusedRotationReachesTheCache, kOp) {
   // A kv pair and table entry for which the fused e' = fma(e, c, RN(o·-s)) and the twice-rounded
   // RN(RN(e·c) + RN(o·-s)) differ after the bf16 rounding; every variant stores the fused one.
   std::mt19937_64 rng(3);
@@ -200,7 +200,7 @@ TEST(FusedQnormRopeKvInsert, FusedRotationReachesTheCache) {
   });
 }
 
-TEST(FusedQnormRopeKvInsert, FewerKvRowsThanTokensAndNoQueryHeads) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, FewerKvRowsThanTokensAndNoQueryHeads, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     // T = 3 query tokens, T_ins = 2 kv rows (slot -1 for the second): one entry written.
     InsertCase c(3, 2, 2, 2, 8, MlaPages(2, 2));
@@ -226,7 +226,7 @@ TEST(FusedQnormRopeKvInsert, FewerKvRowsThanTokensAndNoQueryHeads) {
   });
 }
 
-TEST(FusedQnormRopeKvInsert, PaddingRowsOfKvAreNeverRead) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, PaddingRowsOfKvAreNeverRead, kOp) {
   // T = 11 tokens, T_ins = 9 inserted; kv padded to T_kv = 10 or 11 rows of NaN, inf or huge
   // values: no error, and every byte equals the unpadded call's (§3.3).
   const auto make = [] {
@@ -272,7 +272,7 @@ InsertCase random_insert(uint64_t seed, ScaleClamp clamp, Fp8Subnormals sub) {
   return c;
 }
 
-TEST(FusedQnormRopeKvInsert, HandOverToTheReferenceIsCounted) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, HandOverToTheReferenceIsCounted, kOp) {
   // A RoPE value that overflows the rotated query: an optimized variant hands the call to the
   // reference, which throws (core/fallback.hpp); each such call counts once, a finite one never.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
@@ -290,16 +290,17 @@ TEST(FusedQnormRopeKvInsert, HandOverToTheReferenceIsCounted) {
   });
 }
 
-TEST(FusedQnormRopeKvInsert, EveryRunMatchesTheReference) {
+const testing::Plan kOneAndTwoThreads{true, std::nullopt, true, {1, 2}};
+
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, EveryRunMatchesTheReference, kOp, kOneAndTwoThreads) {
   // Every variant on every Highway target, with 1 and 2 threads, against the reference bytes.
-  const testing::Plan plan{true, std::nullopt, true, {1, 2}};
   for (ScaleClamp clamp : {ScaleClamp::cpu, ScaleClamp::gpu})
     for (Fp8Subnormals sub : {Fp8Subnormals::exact, Fp8Subnormals::flush}) {
       InsertCase ref = random_insert(5, clamp, sub);
       Options o;
       o.impl = Impl::reference;
       ref.run(o);
-      testing::for_each_run(kOp, plan, [&](const testing::Run& run) {
+      testing::for_each_run(kOp, kOneAndTwoThreads, [&](const testing::Run& run) {
         InsertCase c = random_insert(5, clamp, sub);
         c.run(run.options());
         EXPECT_EQ(c.q_out, ref.q_out) << run.label();
@@ -308,7 +309,7 @@ TEST(FusedQnormRopeKvInsert, EveryRunMatchesTheReference) {
     }
 }
 
-TEST(FusedQnormRopeKvInsert, QueryIsNormalisedThenRotatedOnManyRows) {
+DSV4CPU_RUN_TEST(FusedQnormRopeKvInsert, QueryIsNormalisedThenRotatedOnManyRows, kOp) {
   // §3.2: RMS-normalise, then rotate. The other order differs from it only where a rounding falls
   // differently, a few elements in 10^5, so 64 tokens x 64 heads of random rows are compared.
   const auto make = [] {

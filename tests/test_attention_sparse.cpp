@@ -36,7 +36,7 @@ void q_unit(AttentionCase& c, int64_t t, int64_t h, float v) {
   c.q_row(t, h)[0] = to_bf16(v);
 }
 
-TEST(SparseMlaAttention, OneEntryGivesItsRowAndTheSinkScalesIt) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, OneEntryGivesItsRowAndTheSinkScalesIt, kOp) {
   // Entry 2: tile 0 codes 0x38 (1.0) with byte 127, tile 1 codes 0xC4 (-3.0) with byte 125
   // (S = 1/4), other tiles 0x30 (0.5) with byte 130 (S = 8), RoPE values -1.5 (0xBFC0).
   // q = 2·e_0, scale 0.5: s = 1 = lse. Head 0 has sink 1: f = 1 / (1 + exp_lib(0)) = 0.5;
@@ -79,7 +79,7 @@ AttentionCase two_entries(int64_t column_b) {
   return c;
 }
 
-TEST(SparseMlaAttention, TwoEntriesInOneBlockUseBf16Probabilities) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, TwoEntriesInOneBlockUseBf16Probabilities, kOp) {
   // One block: m = 0, p_A = exp_lib(-1), p_B = 1, l = RN(RN(0 + p_A) + 1);
   // acc = fma(bf16(p_A), 16, 0) = 16·bf16(p_A) = 5.875; out = bf16(RN(acc · RN(1 / l))).
   const float pA = exp_lib(-1.0f);
@@ -95,7 +95,7 @@ TEST(SparseMlaAttention, TwoEntriesInOneBlockUseBf16Probabilities) {
   });
 }
 
-TEST(SparseMlaAttention, ColumnsInTwoBlocksRescaleUnroundedByAlpha) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, ColumnsInTwoBlocksRescaleUnroundedByAlpha, kOp) {
   // B in column 128: block 0 holds A alone (m = -1, p = 1, acc = 16), block 1 holds B: m = 0,
   // α = exp_lib(-1), l = RN(1·α) + 1, acc = RN(16·α) + fma(1, 0, ·): α is not rounded to bf16,
   // so the output differs from the one-block case (4.3125 against 4.28125).
@@ -112,7 +112,7 @@ TEST(SparseMlaAttention, ColumnsInTwoBlocksRescaleUnroundedByAlpha) {
   });
 }
 
-TEST(SparseMlaAttention, RepeatedSlotIsTwoKeys) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, RepeatedSlotIsTwoKeys, kOp) {
   // The same slot in two columns: p = 1 twice, l = 2, acc = 2·V, out = V, lse = s + RN(log 2).
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     AttentionCase c = window_case(1, 1, 4, 3);
@@ -127,7 +127,7 @@ TEST(SparseMlaAttention, RepeatedSlotIsTwoKeys) {
   });
 }
 
-TEST(SparseMlaAttention, ZeroAndSubnormalCodesInBothDecodeModes) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, ZeroAndSubnormalCodesInBothDecodeModes, kOp) {
   // One entry, S = 2 (byte 128): codes 0x00, 0x80, 0x01..0x07, 0x81 and 1.0 (0x38) in tile 0.
   // exact: the stored values; vllm: E = 0 codes read ±2^-7·(1 + m/8)·S.
   const uint8_t tile0[11] = {0x00, 0x80, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x81, 0x38};
@@ -159,7 +159,7 @@ TEST(SparseMlaAttention, ZeroAndSubnormalCodesInBothDecodeModes) {
   });
 }
 
-TEST(SparseMlaAttention, ScaleByteZeroIsTwoToMinus127OrZero) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, ScaleByteZeroIsTwoToMinus127OrZero, kOp) {
   // Tile 2 of the only entry has byte 0 and codes 1.0: exact reads 2^-127 (bf16 0x0040), vllm +0.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     for (NopeDecode mode : {NopeDecode::exact, NopeDecode::vllm}) {
@@ -192,7 +192,7 @@ TEST(SparseMlaAttention, ScaleByteZeroIsTwoToMinus127OrZero) {
   });
 }
 
-TEST(SparseMlaAttention, RowsWithoutValidEntriesAreZeroWithInfiniteLse) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, RowsWithoutValidEntriesAreZeroWithInfiniteLse, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     // Token 1 has -1 in every column of both sets; token 0 has one compressed entry.
     AttentionCase c(2, 3, MlaPages(1, 4), 130, MlaPages(1, 2), 2);
@@ -216,7 +216,7 @@ TEST(SparseMlaAttention, RowsWithoutValidEntriesAreZeroWithInfiniteLse) {
   });
 }
 
-TEST(SparseMlaAttention, NonFiniteScoresGiveNaNRows) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, NonFiniteScoresGiveNaNRows, kOp) {
   // Token 0 reads an entry with a NaN code, token 1 one with scale byte 255, token 2 one whose
   // code 448 (0x7E) with byte 254 overflows to inf; token 3 reads only finite entries.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
@@ -282,7 +282,7 @@ AttentionCase random_layer(int kind, uint64_t seed, NopeDecode mode) {
   return c;
 }
 
-TEST(SparseMlaAttention, WithinToleranceOfExactBinary64Attention) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, WithinToleranceOfExactBinary64Attention, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     for (int kind = 0; kind < 3; ++kind)
       for (NopeDecode mode : {NopeDecode::exact, NopeDecode::vllm}) {
@@ -304,7 +304,7 @@ TEST(SparseMlaAttention, WithinToleranceOfExactBinary64Attention) {
   });
 }
 
-TEST(SparseMlaAttention, HeadPaddedQMatchesContiguousQ) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, HeadPaddedQMatchesContiguousQ, kOp) {
   // q with stride(0) = (H + 2)·512 (garbage, NaNs included, in the padding heads) against a
   // contiguous copy of the first H heads.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
@@ -322,7 +322,7 @@ TEST(SparseMlaAttention, HeadPaddedQMatchesContiguousQ) {
   });
 }
 
-TEST(SparseMlaAttention, NoCompressedPagesWhenEverySlotIsMinusOne) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, NoCompressedPagesWhenEverySlotIsMinusOne, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     AttentionCase none = random_layer(0, 9, NopeDecode::exact);
     AttentionCase empty(none.T, none.H, none.window, none.Nw, MlaPages(0, 64), 4, none.Hs);
@@ -337,23 +337,23 @@ TEST(SparseMlaAttention, NoCompressedPagesWhenEverySlotIsMinusOne) {
   });
 }
 
-TEST(SparseMlaAttention, ResultsDoNotDependOnThreadCount) {
-  // Every run with 1, 2 and 3 threads; each thread count gives the bytes of 1 thread.
-  const testing::Plan plan{true, std::nullopt, true, {1, 2, 3}};
-  AttentionCase first = random_layer(2, 21, NopeDecode::exact);
-  testing::for_each_run(kOp, plan, [&](const testing::Run& run) {
+const testing::Plan kTwoAndThreeThreads{true, std::nullopt, true, {2, 3}};
+
+DSV4CPU_RUN_TEST(SparseMlaAttention, ResultsDoNotDependOnThreadCount, kOp, kTwoAndThreeThreads) {
+  // Every run with 2 and 3 threads gives the bytes of its variant and target on 1 thread.
+  testing::for_each_run(kOp, kTwoAndThreeThreads, [&](const testing::Run& run) {
+    AttentionCase one = random_layer(2, 21, NopeDecode::exact);
+    Options o = run.options();
+    o.num_threads = 1;
+    one.run(o);
     AttentionCase c = random_layer(2, 21, NopeDecode::exact);
     c.run(run.options());
-    if (run.threads == 1) {
-      first = c;
-      return;
-    }
-    EXPECT_EQ(c.out, first.out) << run.label();
-    EXPECT_EQ(std::memcmp(c.lse.data(), first.lse.data(), c.lse.size() * 4), 0) << run.label();
+    EXPECT_EQ(c.out, one.out) << run.label();
+    EXPECT_EQ(std::memcmp(c.lse.data(), one.lse.data(), c.lse.size() * 4), 0) << run.label();
   });
 }
 
-TEST(SparseMlaAttention, LseIsOptional) {
+DSV4CPU_RUN_TEST(SparseMlaAttention, LseIsOptional, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     AttentionCase with = random_layer(1, 5, NopeDecode::exact);
     AttentionCase without = random_layer(1, 5, NopeDecode::exact);

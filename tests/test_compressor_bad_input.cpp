@@ -31,7 +31,8 @@ std::string expect_error(CompressCase& c, const char* kind,
 
 // ---- (a) scalars ----
 
-TEST(CompressBadInput, ScalarDomains) {
+DSV4CPU_RUN_TEST(CompressBadInput, ScalarDomains,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
     for (double eps : {-1e-6, double(kNaN), double(kInf), 1e300}) {
       CompressCase c = test::worked_example(hd, 0);
@@ -66,7 +67,8 @@ TEST(CompressBadInput, ScaleClampParsing) {
 
 // ---- (b) shapes, (c) overlap ----
 
-TEST(CompressBadInput, Shapes) {
+DSV4CPU_RUN_TEST(CompressBadInput, Shapes,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
     CompressCase c = test::worked_example(hd, 0);
     {  // W = 6 is neither r nor 2r
@@ -149,7 +151,8 @@ TEST(CompressBadInput, Shapes) {
 
 // ---- (d) index elements ----
 
-TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage) {
+DSV4CPU_RUN_TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage,
+                 "compress_norm_rope_store") {
   // bad-input.md §2's example: 1024 pages x 4 rows, gather_slots[3, 7] = 4096.
   CompressCase c(512, 4, 8, /*nb=*/1024, /*N=*/4, 1, 64, 8);
   for (int64_t t = 0; t < 4; ++t) {
@@ -162,7 +165,8 @@ TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage) {
             "cache (expected -1 or 0 <= slot < 4096 = 1024 pages x 4 rows)");
 }
 
-TEST(CompressBadInput, IndexElements) {
+DSV4CPU_RUN_TEST(CompressBadInput, IndexElements,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
     CompressCase c = test::worked_example(hd, 0);
     c.gather[2] = -2;  // a negative slot other than -1
@@ -202,7 +206,8 @@ TEST(CompressBadInput, IndexElements) {
   }
 }
 
-TEST(CompressBadInput, DuplicateSlotsOfEmittingTokens) {
+DSV4CPU_RUN_TEST(CompressBadInput, DuplicateSlotsOfEmittingTokens,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
     CompressCase c(hd, 4, 8, 8, 3, 1, 64, 8);
     c.positions = {3, 5, 7};
@@ -229,7 +234,8 @@ TEST(CompressBadInput, DuplicateSlotsOfEmittingTokens) {
 
 // ---- (e) float inputs read ----
 
-TEST(CompressBadInput, NonFiniteInputs) {
+DSV4CPU_RUN_TEST(CompressBadInput, NonFiniteInputs,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
     CompressCase c = test::worked_example(hd, 0);
     c.weight[7] = kNaN;
@@ -258,7 +264,7 @@ TEST(CompressBadInput, NonFiniteInputs) {
 
 // ---- (f) computed values ----
 
-TEST(CompressBadInput, PooledOverflowSpecMessage) {
+DSV4CPU_RUN_TEST(CompressBadInput, PooledOverflowSpecMessage, "compress_norm_rope_store") {
   // bad-input.md §2's example: token 9 at position 131; channel 12 pools two finite kv values
   // 3e38 with equal scores: acc overflows, so c[12] = inf. Tokens 0..8 do not emit.
   CompressCase c(512, 4, 8, /*nb=*/40, /*N=*/10, 1, 64, 129);
@@ -279,7 +285,8 @@ TEST(CompressBadInput, PooledOverflowSpecMessage) {
 }
 
 // Each computed check, on §9.1's input (n[d] = a = 1 − 2^-24), with the value that trips it.
-TEST(CompressBadInput, ComputedValues) {
+DSV4CPU_RUN_TEST(CompressBadInput, ComputedValues,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   const float fmax = FLT_MAX;
   for (int hd : {512, 128}) {
     const std::string prefix = std::string("dsv4cpu::") + op_of(hd) + ": token 0 (position 3): ";
@@ -370,7 +377,8 @@ TEST(CompressBadInput, ComputedValues) {
   }
 }
 
-TEST(CompressBadInput, FirstOffendingTokenIsReported) {
+DSV4CPU_RUN_TEST(CompressBadInput, FirstOffendingTokenIsReported,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // Tokens 0 (p = 7) and 1 (p = 3) both overflow; token 0 is reported.
   for (int hd : {512, 128}) {
     CompressCase c(hd, 4, 8, 8, 2, 1, 64, 8);
@@ -390,7 +398,8 @@ TEST(CompressBadInput, FirstOffendingTokenIsReported) {
   }
 }
 
-TEST(CompressBadInput, CheckOrder) {
+DSV4CPU_RUN_TEST(CompressBadInput, CheckOrder,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // bad-input.md §1.4: shapes (b) before index elements (d) before finiteness (e).
   for (int hd : {512, 128}) {
     CompressCase c = test::worked_example(hd, 0);

@@ -98,7 +98,7 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b,
     ASSERT_EQ(bits(a[i]), bits(b[i])) << where << " element " << i;
 }
 
-TEST(SavePartialStates, SpecExample34) {
+DSV4CPU_RUN_TEST(SavePartialStates, SpecExample34, "save_partial_states") {
   // Ratio 4, sbs = 4, block table [7, 3], positions 4 and 5: local 4, 5 are row 0, 1 of page 3,
   // slots 12 and 13. Position 5 adds ape[1]. Values are chosen so that every sum is exact.
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
@@ -124,7 +124,7 @@ TEST(SavePartialStates, SpecExample34) {
   });
 }
 
-TEST(SavePartialStates, SkipsMinusOneAndUsesPositionModR) {
+DSV4CPU_RUN_TEST(SavePartialStates, SkipsMinusOneAndUsesPositionModR, "save_partial_states") {
   // C128A widths: ratio 128, SW 512, sbs 8; positions beyond r pick ape[p % 128]; strided kv and
   // score rows (row stride 2·SW, as views of kv_score).
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
@@ -148,7 +148,7 @@ TEST(SavePartialStates, SkipsMinusOneAndUsesPositionModR) {
 }
 
 // Positions have no upper limit: the largest int64 one picks ape[(2^63 - 1) % 4] = ape[3].
-TEST(SavePartialStates, LargestPositionIsValid) {
+DSV4CPU_RUN_TEST(SavePartialStates, LargestPositionIsValid, "save_partial_states") {
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(2, 128, 4, 1, 4);
     c.positions = {INT64_MAX, 2};
@@ -159,7 +159,8 @@ TEST(SavePartialStates, LargestPositionIsValid) {
   });
 }
 
-TEST(SavePartialStates, BitCopyAndIeeeSumsWhateverTheCallersMxcsr) {
+DSV4CPU_RUN_TEST(SavePartialStates, BitCopyAndIeeeSumsWhateverTheCallersMxcsr,
+                 "save_partial_states") {
   // −0, subnormals, FLT_MAX are copied bit for bit; −0 + −0 = −0, −0 + 0 = +0, subnormal sums are
   // not flushed even when the caller runs with FTZ and DAZ on (numerics.md §9). I32 indices.
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
@@ -196,7 +197,7 @@ TEST(SavePartialStates, BitCopyAndIeeeSumsWhateverTheCallersMxcsr) {
   });
 }
 
-TEST(SavePartialStates, ZeroSizeIsNoOp) {
+DSV4CPU_RUN_TEST(SavePartialStates, ZeroSizeIsNoOp, "save_partial_states") {
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(0, 1024, 4, 2, 4);
     const auto before = c.state;
@@ -208,7 +209,7 @@ TEST(SavePartialStates, ZeroSizeIsNoOp) {
   });
 }
 
-TEST(SavePartialStates, CheckFiniteOffCopiesNonFiniteValues) {
+DSV4CPU_RUN_TEST(SavePartialStates, CheckFiniteOffCopiesNonFiniteValues, "save_partial_states") {
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(2, 256, 4, 2, 4);
     c.positions = {0, 1};
@@ -227,7 +228,7 @@ TEST(SavePartialStates, CheckFiniteOffCopiesNonFiniteValues) {
 
 // ---- bad input, bad-input.md §4 in the §1.4 order ----
 
-TEST(SavePartialStatesBadInput, ShapesAndRatio) {
+DSV4CPU_RUN_TEST(SavePartialStatesBadInput, ShapesAndRatio, "save_partial_states") {
   {
     SaveCase c(2, 1024, 4, 4, 4);
     c.ape.resize(5 * 1024);
@@ -302,7 +303,7 @@ TEST(SavePartialStatesBadInput, ShapesAndRatio) {
             slots);
 }
 
-TEST(SavePartialStatesBadInput, IndexElements) {
+DSV4CPU_RUN_TEST(SavePartialStatesBadInput, IndexElements, "save_partial_states") {
   {
     SaveCase c(3, 256, 4, 2, 4);
     c.slots = {0, 1, 2};
@@ -337,7 +338,7 @@ TEST(SavePartialStatesBadInput, IndexElements) {
   }
 }
 
-TEST(SavePartialStatesBadInput, NonFiniteInputsAndSums) {
+DSV4CPU_RUN_TEST(SavePartialStatesBadInput, NonFiniteInputsAndSums, "save_partial_states") {
   {
     SaveCase c(6, 256, 4, 2, 4);
     for (int64_t t = 0; t < 6; ++t) c.slots[static_cast<size_t>(t)] = t;

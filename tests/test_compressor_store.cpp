@@ -37,7 +37,7 @@ std::vector<std::pair<int64_t, int64_t>> entry_ranges(const CompressCase& c, int
           {c.scale_at(slot), c.scale_at(slot) + c.scale_bytes()}};
 }
 
-TEST(CompressNormRopeStore, WorkedExample91BothClampModes) {
+DSV4CPU_RUN_TEST(CompressNormRopeStore, WorkedExample91BothClampModes, "compress_norm_rope_store") {
   testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     for (ScaleClamp clamp : {ScaleClamp::cpu, ScaleClamp::gpu}) {
       CompressCase c = test::worked_example(512, 0);
@@ -59,7 +59,7 @@ TEST(CompressNormRopeStore, WorkedExample91BothClampModes) {
   });
 }
 
-TEST(CompressNormRopeStore, WorkedExample91AtAnotherSlot) {
+DSV4CPU_RUN_TEST(CompressNormRopeStore, WorkedExample91AtAnotherSlot, "compress_norm_rope_store") {
   // Slot 64 + 5 with P = 64: page 1, entry 5. Data at 5·576, scales at 64·576 + 8·5 of page 1.
   testing::for_each_run("compress_norm_rope_store", [&](const testing::Run& run) {
     CompressCase c = test::worked_example(512, 69);
@@ -75,7 +75,8 @@ TEST(CompressNormRopeStore, WorkedExample91AtAnotherSlot) {
   });
 }
 
-TEST(CompressNormRopeStoreIndexer, WorkedExample93) {
+DSV4CPU_RUN_TEST(CompressNormRopeStoreIndexer, WorkedExample93,
+                 "compress_norm_rope_store_indexer") {
   // 128 codes 0x78 at [j·128, j·128 + 128) and the fp32 scale 2^-8 (00 00 80 3B) at P·128 + 4j,
   // for j = 0 (page 0) and for slot 64 + 5 (page 1, j = 5).
   testing::for_each_run("compress_norm_rope_store_indexer", [&](const testing::Run& run) {
@@ -98,7 +99,8 @@ TEST(CompressNormRopeStoreIndexer, WorkedExample93) {
   });
 }
 
-TEST(CompressNormRopeStore, WorkedExample92ScaleClampModes) {
+DSV4CPU_RUN_TEST(CompressNormRopeStore, WorkedExample92ScaleClampModes,
+                 "compress_norm_rope_store") {
   // §9.1's pooled input (n[d] = RN((1 − 2^-24)·w[d])). Tile 0 gets the bf16 values
   // 0.010009765625 (channel 5) and 5.3125·2^-22 (channel 9) through the weights; every other
   // weight is 0, so every other value is +0. The expected bytes are §9.2's table.
@@ -129,7 +131,8 @@ TEST(CompressNormRopeStore, WorkedExample92ScaleClampModes) {
   });
 }
 
-TEST(CompressNormRopeStoreIndexer, AlwaysClampsTheAmax) {
+DSV4CPU_RUN_TEST(CompressNormRopeStoreIndexer, AlwaysClampsTheAmax,
+                 "compress_norm_rope_store_indexer") {
   // §9.2's tile values in the indexer's single block, with scale_clamp = cpu requested: the
   // indexer ignores it (§7) and uses clamp-amax: e = -15, scale 2^-15 = 0x38000000, codes
   // 0x7A and 0x13 (§9.2's gpu column); every other value is +0.
@@ -150,7 +153,8 @@ TEST(CompressNormRopeStoreIndexer, AlwaysClampsTheAmax) {
   });
 }
 
-TEST(CompressRounding, ValuesAreRoundedToBf16BeforeQuantisation) {
+DSV4CPU_RUN_TEST(CompressRounding, ValuesAreRoundedToBf16BeforeQuantisation,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // §9.1's input with weight[d] = 1.1875 − 2^-20 + 2^-23 gives n[d] = RN((1 − 2^-24)·w) =
   // 1.1875 − 2^-20 (one fp32 ulp below w). Its bf16 rounding is 1.1875, so y = 1.1875·2^8 = 304,
   // the tie between 288 and 320 that rounds to even: 320, code 0x7A. Quantising the fp32 value
@@ -179,7 +183,8 @@ TEST(CompressRounding, ValuesAreRoundedToBf16BeforeQuantisation) {
   }
 }
 
-TEST(CompressRounding, WeightMultipliesTheRoundedNormalisedValue) {
+DSV4CPU_RUN_TEST(CompressRounding, WeightMultipliesTheRoundedNormalisedValue,
+                 "compress_norm_rope_store") {
   // numerics.md §8.3: n = RN(RN(c·inv)·w). With §9.1's c·inv = a = 1 − 2^-24 and w = 1.01171875
   // (0x3F818000, a bf16 tie), n = RN(a·w) = w − 2^-23 lies just below the tie: bf16 0x3F81 in
   // the first RoPE dim (table row cos 1, sin 0). The other order, RN(c·RN(inv·w)), lands on the
@@ -197,7 +202,8 @@ TEST(CompressRounding, WeightMultipliesTheRoundedNormalisedValue) {
 
 // ---- FMA placement (numerics.md §7): inputs where fma(a, b, c) != RN(RN(a·b) + c) ----
 
-TEST(CompressFma, PoolingAccumulatorIsFused) {
+DSV4CPU_RUN_TEST(CompressFma, PoolingAccumulatorIsFused,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // Two valid columns per channel: A (score 0, kv kA) then B (score -1, kv kB = 3·2^60, own row).
   // With kA = -RN(eB·kB), the fused acc = fma(eB, kB, kA) is the exact rounding error ε of the
   // product (≈ 2^36), the unfused one is 0. Every channel pools to γ = RN(ε / RN(1 + eB)), so the
@@ -242,7 +248,7 @@ TEST(CompressFma, PoolingAccumulatorIsFused) {
   }
 }
 
-TEST(CompressFma, RopeRotationIsFused) {
+DSV4CPU_RUN_TEST(CompressFma, RopeRotationIsFused, "compress_norm_rope_store") {
   // §9.1's input gives n[d] = a = 1 − 2^-24 in every dim. Table row 0 holds cos_i = sin_i = v_i,
   // so e' = fma(a, v, RN(a·(−v))) = a·v − RN(a·v), the (exact, non-zero) rounding error of the
   // product, and o' = RN(a·v + RN(a·v)); both are derived here in binary64. An unfused rotation
@@ -360,7 +366,8 @@ struct Shape {
 // Boundary tokens get distinct kv slots except one left at -1; other tokens get arbitrary,
 // colliding slots or -1. Checks: each emitting entry against the model; every other byte of the
 // cache unchanged (other entries, page padding, scale padding of other entries).
-TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel) {
+DSV4CPU_RUN_TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   const Shape shapes[] = {{512, 4, 8, ScaleClamp::cpu},    {512, 4, 8, ScaleClamp::gpu},
                           {128, 4, 8, ScaleClamp::cpu},    {512, 4, 4, ScaleClamp::cpu},
                           {512, 128, 128, ScaleClamp::cpu}, {128, 128, 128, ScaleClamp::gpu},
@@ -449,7 +456,8 @@ TEST(CompressInvariants, OnlyEmittingTokensWriteAndEntriesMatchTheModel) {
   }
 }
 
-TEST(CompressInvariants, NonEmittingTokensNeedNoOwnRowAndWriteNothing) {
+DSV4CPU_RUN_TEST(CompressInvariants, NonEmittingTokensNeedNoOwnRowAndWriteNothing,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // A non-boundary token with a valid kv slot and an all -1 window, and a boundary token with
   // slot -1 and an all -1 window: neither emits, nothing is written, no error.
   for (int hd : {512, 128}) {
@@ -465,7 +473,8 @@ TEST(CompressInvariants, NonEmittingTokensNeedNoOwnRowAndWriteNothing) {
   }
 }
 
-TEST(CompressInvariants, ZeroSizeIsNoOp) {
+DSV4CPU_RUN_TEST(CompressInvariants, ZeroSizeIsNoOp,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
     const std::string op = hd == 512 ? "compress_norm_rope_store" : "compress_norm_rope_store_indexer";
     testing::for_each_run(op, [&](const testing::Run& run) {
@@ -480,7 +489,8 @@ TEST(CompressInvariants, ZeroSizeIsNoOp) {
   }
 }
 
-TEST(CompressInvariants, CheckFiniteOffStaysInBounds) {
+DSV4CPU_RUN_TEST(CompressInvariants, CheckFiniteOffStaysInBounds,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // A NaN state row with check_finite = false: no exception, unspecified values, and only the
   // emitting entry's bytes may change (ASan builds also catch any access out of bounds).
   for (int hd : {512, 128}) {
@@ -501,7 +511,8 @@ TEST(CompressInvariants, CheckFiniteOffStaysInBounds) {
   }
 }
 
-TEST(CompressInvariants, HandOverToTheReferenceIsCounted) {
+DSV4CPU_RUN_TEST(CompressInvariants, HandOverToTheReferenceIsCounted,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // An optimized variant meeting a non-finite intermediate hands the call to the reference, which
   // throws (core/fallback.hpp): each such call counts once; a finite call never counts.
   for (int hd : {512, 128}) {
@@ -522,7 +533,8 @@ TEST(CompressInvariants, HandOverToTheReferenceIsCounted) {
   }
 }
 
-TEST(CompressInvariants, IndexArraysMayBeI32) {
+DSV4CPU_RUN_TEST(CompressInvariants, IndexArraysMayBeI32,
+                 {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   // §9.1 / §9.3 with I32 gather_slots, positions and kv_slot_mapping: the same bytes.
   for (int hd : {512, 128})
     testing::for_each_run(

@@ -55,7 +55,7 @@ std::vector<int64_t> oracle(const WindowCase& c) {
   return out;
 }
 
-TEST(CompressorWindowSlots, SpecTable5) {
+DSV4CPU_RUN_TEST(CompressorWindowSlots, SpecTable5, "compressor_window_slots") {
   // C4A main, state block table [7, 3, 9], sbs = 4.
   testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     for (DType type : {DType::I64, DType::I32}) {
@@ -75,7 +75,7 @@ TEST(CompressorWindowSlots, SpecTable5) {
   });
 }
 
-TEST(CompressorWindowSlots, C128aBoundaryWindow) {
+DSV4CPU_RUN_TEST(CompressorWindowSlots, C128aBoundaryWindow, "compressor_window_slots") {
   // p = 255, ratio 128 without overlap, sbs 8: the 128 columns are tokens 128..255, i.e. block
   // table columns 16..31, rows 0..7 each.
   testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
@@ -95,7 +95,7 @@ TEST(CompressorWindowSlots, C128aBoundaryWindow) {
   });
 }
 
-TEST(CompressorWindowSlots, MatchesBruteForce) {
+DSV4CPU_RUN_TEST(CompressorWindowSlots, MatchesBruteForce, "compressor_window_slots") {
   std::mt19937 gen(5);
   testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     for (int64_t ratio : {4, 128})
@@ -119,7 +119,7 @@ TEST(CompressorWindowSlots, MatchesBruteForce) {
   });
 }
 
-TEST(CompressorWindowSlots, ZeroSizeIsNoOp) {
+DSV4CPU_RUN_TEST(CompressorWindowSlots, ZeroSizeIsNoOp, "compressor_window_slots") {
   testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     WindowCase c;
     c.MB = 0;
@@ -147,7 +147,7 @@ WindowCase small_case() {
   return c;
 }
 
-TEST(CompressorWindowSlotsBadInput, Scalars) {
+DSV4CPU_RUN_TEST(CompressorWindowSlotsBadInput, Scalars, "compressor_window_slots") {
   WindowCase c = small_case();
   c.block_size = 0;
   EXPECT_EQ(expect_error(c, "ValueError"),
@@ -158,7 +158,7 @@ TEST(CompressorWindowSlotsBadInput, Scalars) {
   expect_error(c, "ValueError");
 }
 
-TEST(CompressorWindowSlotsBadInput, Shapes) {
+DSV4CPU_RUN_TEST(CompressorWindowSlotsBadInput, Shapes, "compressor_window_slots") {
   WindowCase c = small_case();
   std::vector<int64_t> out(3 * 8, 777);
   const TensorView pos(c.positions.data(), DType::I64, {3}), req(c.token_to_req.data(), DType::I64, {3}),
@@ -184,7 +184,7 @@ TEST(CompressorWindowSlotsBadInput, Shapes) {
   });
 }
 
-TEST(CompressorWindowSlotsBadInput, IndexElements) {
+DSV4CPU_RUN_TEST(CompressorWindowSlotsBadInput, IndexElements, "compressor_window_slots") {
   WindowCase c = small_case();
   c.positions[1] = -1;
   expect_error(c, "IndexError");
@@ -212,7 +212,8 @@ TEST(CompressorWindowSlotsBadInput, IndexElements) {
   expect_error(c, "IndexError");
 }
 
-TEST(CompressorWindowSlotsBadInput, UnreferencedEntriesAreNotRead) {
+DSV4CPU_RUN_TEST(CompressorWindowSlotsBadInput, UnreferencedEntriesAreNotRead,
+                 "compressor_window_slots") {
   // p = 3 with W = 8 reads locals 0..3 only: columns 1 and 2 of the table may hold anything.
   testing::for_each_run("compressor_window_slots", [&](const testing::Run& run) {
     WindowCase c;

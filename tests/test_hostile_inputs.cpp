@@ -112,7 +112,7 @@ TEST(HostileTensorView, ByteSpanOverflowIsRejected) {
   EXPECT_NO_THROW(TensorView(top, DType::F32, {3}));
 }
 
-TEST(HostileOverflow, MapLocalToGlobalSlotsWrappingShape) {
+DSV4CPU_RUN_TEST(HostileOverflow, MapLocalToGlobalSlotsWrappingShape, "map_local_to_global_slots") {
   const std::vector<int32_t> req = {0, 0, 0, 0}, table = {0};
   std::vector<int64_t> slots = sentinel<int64_t>(8);
   expect_view_rejected(
@@ -126,7 +126,7 @@ TEST(HostileOverflow, MapLocalToGlobalSlotsWrappingShape) {
       [&] { return testing::bytes_of(slots); });
 }
 
-TEST(HostileOverflow, TopkTransformWrappingShape) {
+DSV4CPU_RUN_TEST(HostileOverflow, TopkTransformWrappingShape, "topk_transform_512") {
   const std::vector<int32_t> lens = {0, 0, 0, 0};
   std::vector<int32_t> raw = sentinel<int32_t>(4 * 512);
   expect_view_rejected(
@@ -140,7 +140,7 @@ TEST(HostileOverflow, TopkTransformWrappingShape) {
       [&] { return testing::bytes_of(raw); });
 }
 
-TEST(HostileOverflow, SavePartialStatesWrappingStateCache) {
+DSV4CPU_RUN_TEST(HostileOverflow, SavePartialStatesWrappingStateCache, "save_partial_states") {
   const std::vector<float> kv(256, 1.0f), ape(4 * 256, 0.0f);
   const std::vector<int64_t> pos = {0}, slot = {0};
   std::vector<float> state = sentinel<float>(512);
@@ -160,7 +160,7 @@ TEST(HostileOverflow, SavePartialStatesWrappingStateCache) {
       [&] { return testing::bytes_of(state); });
 }
 
-TEST(HostileOverflow, LogitsNextNBeyondTheQueryShape) {
+DSV4CPU_RUN_TEST(HostileOverflow, LogitsNextNBeyondTheQueryShape, "fp8_paged_mqa_logits") {
   const std::vector<int32_t> lens = {0, 0, 0, 0}, table = {0, 0, 0, 0};
   const std::vector<uint8_t> cache(132, 0);
   expect_view_rejected(
@@ -306,7 +306,7 @@ std::vector<ZeroSizeCall> zero_size_calls() {
   };
 }
 
-TEST(HostileZeroSize, HugeOtherExtentsOverNullData) {
+DSV4CPU_RUN_TEST(HostileZeroSize, HugeOtherExtentsOverNullData, testing::OpList::every()) {
   for (const ZeroSizeCall& z : zero_size_calls())
     testing::for_each_run(z.op, [&](const testing::Run& run) {
       finishes_within(10, z.op + " " + run.label(), [&] {
@@ -317,7 +317,8 @@ TEST(HostileZeroSize, HugeOtherExtentsOverNullData) {
 
 // An empty block table [2^40, 0] over null data: its row count bounds the request indices only,
 // never a size to allocate. Tokens reading no entry get -1 rows; a token reading one fails.
-TEST(HostileZeroSize, EmptyBlockTableOfHugeRowCount) {
+DSV4CPU_RUN_TEST(HostileZeroSize, EmptyBlockTableOfHugeRowCount,
+                 {"c128a_topk_indices", "c4a_global_topk_indices"}) {
   const TensorView table(nullptr, DType::I32, {kTwo40, 0});
   const std::vector<int64_t> pos = {5}, req = {kTwo40 - 1}, none = {-1, -1}, one = {-1, 3};
   std::vector<int64_t> indices;
@@ -362,7 +363,8 @@ TEST(HostileZeroSize, EmptyBlockTableOfHugeRowCount) {
 
 // ---- 5. returned vectors sized by argument values ----
 
-TEST(HostileBuilders, PrefillChunksBoundedBeforeBuilding) {
+DSV4CPU_RUN_TEST(HostileBuilders, PrefillChunksBoundedBeforeBuilding,
+                 "split_indexer_prefill_chunks") {
   const std::vector<int64_t> compressed = {1}, query = {kTwo62};
   const std::string msg = testing::expect_error(
       "split_indexer_prefill_chunks", "IndexError", [&](const Options& o) {
@@ -386,7 +388,7 @@ TEST(HostileBuilders, PrefillChunksBoundedBeforeBuilding) {
   });
 }
 
-TEST(HostileBuilders, IndexerMetadataDecodeWidthBounded) {
+DSV4CPU_RUN_TEST(HostileBuilders, IndexerMetadataDecodeWidthBounded, "indexer_metadata") {
   const std::vector<int32_t> qsl = {0, 1}, seq = {10}, table = {0};
   std::vector<int64_t> slots = sentinel<int64_t>(1);
   const std::string msg = testing::expect_error(
@@ -404,7 +406,7 @@ TEST(HostileBuilders, IndexerMetadataDecodeWidthBounded) {
             "next_n <= 67108864, 256 MiB of I32)");
 }
 
-TEST(HostileBuilders, IndexerMetadataPrefillChunkBounded) {
+DSV4CPU_RUN_TEST(HostileBuilders, IndexerMetadataPrefillChunkBounded, "indexer_metadata") {
   // One prefill request (2 tokens) whose compressed length 2^28 + 1 exceeds token_to_seq's limit;
   // its emitting token reads block-table column 0.
   const int64_t seq_len = 4 * ((int64_t{1} << 28) + 1);
@@ -427,7 +429,7 @@ TEST(HostileBuilders, IndexerMetadataPrefillChunkBounded) {
 
 // ---- outputs of one call aliasing each other ----
 
-TEST(HostileAliasing, TopkRawAndPageIndicesShareMemory) {
+DSV4CPU_RUN_TEST(HostileAliasing, TopkRawAndPageIndicesShareMemory, "topk_transform_512") {
   const std::vector<float> scores(2 * 600, 1.0f);
   const std::vector<int32_t> lens = {600, 600}, table(2 * 600, 1);
   std::vector<int32_t> out = sentinel<int32_t>(2 * 512);
@@ -446,7 +448,8 @@ TEST(HostileAliasing, TopkRawAndPageIndicesShareMemory) {
             "(expected outputs that do not overlap)");
 }
 
-TEST(HostileAliasing, QuantisedQueryAndWeightsShareMemory) {
+DSV4CPU_RUN_TEST(HostileAliasing, QuantisedQueryAndWeightsShareMemory,
+                 "fused_indexer_q_rope_quant") {
   const std::vector<float> q(2 * 128, 1.0f), w(2, 1.0f), table(4 * 64, 0.5f);
   const std::vector<int64_t> pos = {1, 3};
   std::vector<float> out = sentinel<float>(2 * 128);  // weights_out inside q_fp8's bytes
@@ -475,7 +478,7 @@ int process_threads() {
   return -1;
 }
 
-TEST(HostileThreads, NumThreadsIsCappedAtTheHardware) {
+DSV4CPU_RUN_TEST(HostileThreads, NumThreadsIsCappedAtTheHardware, "topk_transform_512") {
   const int hw = std::max(1, omp_get_num_procs());
   EXPECT_EQ(detail::max_threads(10000), hw);
   EXPECT_EQ(detail::max_threads(1), 1);
@@ -500,7 +503,7 @@ TEST(HostileThreads, NumThreadsIsCappedAtTheHardware) {
 
 // ---- top-k indices beyond int32 ----
 
-TEST(HostileIndices, IndexerTopkRowBeyondInt32) {
+DSV4CPU_RUN_TEST(HostileIndices, IndexerTopkRowBeyondInt32, "indexer_topk") {
   // One token whose row has 2^31 + 1 keys (every block-table entry names the one page).
   const int64_t L = (int64_t{1} << 31) + 1, P = int64_t{1} << 16, MB = L / P + 1;
   const std::vector<uint8_t> q(128, 0x38), cache(static_cast<size_t>(P * 132), 0x38);

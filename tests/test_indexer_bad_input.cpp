@@ -63,12 +63,13 @@ struct QFix {
 };
 const std::string kQ = "dsv4cpu::fused_indexer_q_rope_quant: ";
 
-TEST(FusedIndexerQRopeQuantBadInput, ValidFixtureRuns) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, ValidFixtureRuns, "fused_indexer_q_rope_quant") {
   QFix f;
   expect_ok(f);
 }
 
-TEST(FusedIndexerQRopeQuantBadInput, ScalesMustBeFinitePositive) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, ScalesMustBeFinitePositive,
+                 "fused_indexer_q_rope_quant") {
   QFix a;
   a.softmax_scale = 0.0f;
   expect_error(a, "ValueError",
@@ -84,7 +85,7 @@ TEST(FusedIndexerQRopeQuantBadInput, ScalesMustBeFinitePositive) {
       kQ + "head_scale = -0.125: not a finite positive scale (expected a finite value > 0)");
 }
 
-TEST(FusedIndexerQRopeQuantBadInput, Shapes) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, Shapes, "fused_indexer_q_rope_quant") {
   QFix a;
   a.vq = TensorView(a.q.data(), DType::F32, {2, 4, 64});
   expect_error(a, "ShapeError",
@@ -115,7 +116,8 @@ TEST(FusedIndexerQRopeQuantBadInput, Shapes) {
   expect_error(g, "ShapeError", kQ + "weights_out: missing (expected F32 [2, 2], contiguous)");
 }
 
-TEST(FusedIndexerQRopeQuantBadInput, OutputOverlapsInput) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, OutputOverlapsInput,
+                 "fused_indexer_q_rope_quant") {
   QFix a;
   a.vwout = MutableTensorView(a.w.data(), DType::F32, {2, 2});
   expect_error(a, "ShapeError",
@@ -123,7 +125,8 @@ TEST(FusedIndexerQRopeQuantBadInput, OutputOverlapsInput) {
                     "overlap any input)");
 }
 
-TEST(FusedIndexerQRopeQuantBadInput, PositionsIndexTheTable) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, PositionsIndexTheTable,
+                 "fused_indexer_q_rope_quant") {
   QFix a;
   a.pos[1] = 4;
   expect_error(a, "IndexError",
@@ -134,7 +137,7 @@ TEST(FusedIndexerQRopeQuantBadInput, PositionsIndexTheTable) {
   expect_error(b, "IndexError", kQ + "positions[0] = -1: negative position (expected >= 0)");
 }
 
-TEST(FusedIndexerQRopeQuantBadInput, InputsFinite) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, InputsFinite, "fused_indexer_q_rope_quant") {
   QFix a;
   a.q[1 * 256 + 0 * 128 + 5] = kNaN;
   a.w[3] = kInf;  // q is reported first (signature order)
@@ -159,7 +162,8 @@ TEST(FusedIndexerQRopeQuantBadInput, InputsFinite) {
 
 // A finite weight overflows when the head's scale is large: token 1 has amax 448·2¹⁰ (e = 10)
 // and weight 3e38 in head 1. Nothing is written, token 0's codes included.
-TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite,
+                 "fused_indexer_q_rope_quant") {
   QFix a;
   a.q[1 * 256 + 128 + 0] = 448.0f * 1024.0f;
   a.w[3] = 3e38f;
@@ -180,7 +184,7 @@ TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite) {
 }
 
 // q_fp8 and weights_out may not overlap each other.
-TEST(FusedIndexerQRopeQuantBadInput, OutputsDisjoint) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, OutputsDisjoint, "fused_indexer_q_rope_quant") {
   QFix a;
   a.vwout = MutableTensorView(a.codes.data() + 64, DType::F32, {2, 2});
   expect_error(a, "ShapeError",
@@ -214,12 +218,12 @@ struct LFix {
 };
 const std::string kL = "dsv4cpu::fp8_paged_mqa_logits: ";
 
-TEST(Fp8PagedMqaLogitsBadInput, ValidFixtureRuns) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, ValidFixtureRuns, "fp8_paged_mqa_logits") {
   LFix f;
   expect_ok(f);
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, Scalars) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, Scalars, "fp8_paged_mqa_logits") {
   LFix a;
   a.block_size = 0;
   expect_error(a, "ValueError",
@@ -234,7 +238,8 @@ TEST(Fp8PagedMqaLogitsBadInput, Scalars) {
                kL + "next_n = 0: not a positive number of query rows (expected next_n >= 1)");
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, QueryWeightsLengthsTableShapes) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, QueryWeightsLengthsTableShapes,
+                 "fp8_paged_mqa_logits") {
   LFix a;
   a.vq = TensorView(a.q.data(), DType::U8, {2, 2, 128});
   expect_error(a, "ShapeError",
@@ -280,7 +285,7 @@ TEST(Fp8PagedMqaLogitsBadInput, QueryWeightsLengthsTableShapes) {
                     "contiguous)");
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, KvCachePageBytesAndStride) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, KvCachePageBytesAndStride, "fp8_paged_mqa_logits") {
   LFix a;
   a.vkv = TensorView(a.kv.bytes.data(), DType::U8, {4, 2111}, {2112, 1});
   expect_error(a, "ShapeError",
@@ -294,7 +299,7 @@ TEST(Fp8PagedMqaLogitsBadInput, KvCachePageBytesAndStride) {
                     "contiguous rows, dim-0 stride >= row size)");
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, OutputOverlapsInput) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, OutputOverlapsInput, "fp8_paged_mqa_logits") {
   LFix a;
   a.vlogits = MutableTensorView(a.kv.bytes.data(), DType::F32, {2, 40});
   expect_error(a, "ShapeError",
@@ -302,7 +307,7 @@ TEST(Fp8PagedMqaLogitsBadInput, OutputOverlapsInput) {
                     "overlap any input)");
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, RowLengthInRange) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, RowLengthInRange, "fp8_paged_mqa_logits") {
   LFix a;
   a.seq_lens[1] = 41;
   expect_error(a, "IndexError",
@@ -315,7 +320,7 @@ TEST(Fp8PagedMqaLogitsBadInput, RowLengthInRange) {
                     "40)");
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, PageTableCoversRows) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, PageTableCoversRows, "fp8_paged_mqa_logits") {
   LFix a;  // 40 entries need 3 pages, the table has 2 columns
   a.vtable = TensorView(a.table.data(), DType::I32, {2, 2}, {3, 1});
   expect_error(a, "IndexError",
@@ -338,7 +343,7 @@ TEST(Fp8PagedMqaLogitsBadInput, PageTableCoversRows) {
   expect_ok(d);
 }
 
-TEST(Fp8PagedMqaLogitsBadInput, QueryCodesAndWeightsFinite) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogitsBadInput, QueryCodesAndWeightsFinite, "fp8_paged_mqa_logits") {
   LFix a;
   a.q[1 * 256 + 0 * 128 + 3] = 0xFF;
   a.w[0] = kNaN;  // q_fp8 is reported first
@@ -379,14 +384,14 @@ struct TFix {
 };
 const std::string kT = "dsv4cpu::topk_transform_512: ";
 
-TEST(TopkTransformBadInput, ValidFixtureRuns) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, ValidFixtureRuns, "topk_transform_512") {
   TFix f;
   expect_ok(f);
 }
 
 // page_size is page_table's page size: a power of two whether or not page_indices is requested
 // (without them it has no effect).
-TEST(TopkTransformBadInput, PageSizeIsAPowerOfTwo) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, PageSizeIsAPowerOfTwo, "topk_transform_512") {
   TFix a;  // the spec's example message
   a.page_size = 48;
   expect_error(a, "ValueError", kT + "page_size = 48: not a power of two (expected 1, 2, 4, ...)");
@@ -411,7 +416,7 @@ TEST(TopkTransformBadInput, PageSizeIsAPowerOfTwo) {
 }
 
 // raw_indices and page_indices may not overlap each other.
-TEST(TopkTransformBadInput, OutputsDisjoint) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, OutputsDisjoint, "topk_transform_512") {
   TFix a;
   a.vpages = MutableTensorView(a.raw.data(), DType::I32, {2, 512});
   expect_error(a, "ShapeError",
@@ -419,13 +424,13 @@ TEST(TopkTransformBadInput, OutputsDisjoint) {
                     "not overlap)");
 }
 
-TEST(TopkTransformBadInput, ModeValid) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, ModeValid, "topk_transform_512") {
   TFix a;
   a.mode = static_cast<TopkMode>(7);
   expect_error(a, "ValueError", kT + "mode = 7: unknown mode (expected canonical or vllm)");
 }
 
-TEST(TopkTransformBadInput, Shapes) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, Shapes, "topk_transform_512") {
   TFix a;  // scores need unit inner stride
   a.vscores = TensorView(a.scores.data(), DType::F32, {2, 400}, {900, 2});
   expect_error(a, "ShapeError",
@@ -464,7 +469,7 @@ TEST(TopkTransformBadInput, Shapes) {
                     "520], unit inner stride)");
 }
 
-TEST(TopkTransformBadInput, OutputOverlapsInput) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, OutputOverlapsInput, "topk_transform_512") {
   TFix a;
   a.vpages = MutableTensorView(a.scores.data(), DType::I32, {2, 512});
   expect_error(a, "ShapeError",
@@ -472,7 +477,7 @@ TEST(TopkTransformBadInput, OutputOverlapsInput) {
                     "not overlap any input)");
 }
 
-TEST(TopkTransformBadInput, LengthInRange) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, LengthInRange, "topk_transform_512") {
   TFix a;  // vLLM clamps; this library raises
   a.seq_lens[1] = 901;
   expect_error(a, "IndexError",
@@ -487,7 +492,7 @@ TEST(TopkTransformBadInput, LengthInRange) {
                     "columns)");
 }
 
-TEST(TopkTransformBadInput, PageTableCoversRows) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, PageTableCoversRows, "topk_transform_512") {
   TFix a;
   a.vtable = TensorView(a.table.data(), DType::I64, {2, 14}, {15, 1});
   expect_error(a, "IndexError",
@@ -504,7 +509,7 @@ TEST(TopkTransformBadInput, PageTableCoversRows) {
   expect_ok(c);
 }
 
-TEST(TopkTransformBadInput, SlotsFitInt32) {
+DSV4CPU_RUN_TEST(TopkTransformBadInput, SlotsFitInt32, "topk_transform_512") {
   TFix a;  // (2^25 << 6) + 63 = 2^31 + 63
   a.table[1] = int64_t{1} << 25;
   expect_error(a, "IndexError",
@@ -548,12 +553,12 @@ struct SFix {
 };
 const std::string kS = "dsv4cpu::short_context_topk: ";
 
-TEST(ShortContextTopkBadInput, ValidFixtureRuns) {
+DSV4CPU_RUN_TEST(ShortContextTopkBadInput, ValidFixtureRuns, "short_context_topk") {
   SFix f;
   expect_ok(f);
 }
 
-TEST(ShortContextTopkBadInput, PositionsShortContext) {
+DSV4CPU_RUN_TEST(ShortContextTopkBadInput, PositionsShortContext, "short_context_topk") {
   SFix a;
   a.positions[2] = 2051;
   expect_error(a, "IndexError",
@@ -564,7 +569,7 @@ TEST(ShortContextTopkBadInput, PositionsShortContext) {
   expect_error(b, "IndexError", kS + "positions[0] = -1: negative position (expected >= 0)");
 }
 
-TEST(ShortContextTopkBadInput, Shapes) {
+DSV4CPU_RUN_TEST(ShortContextTopkBadInput, Shapes, "short_context_topk") {
   SFix a;
   a.vout = MutableTensorView(a.out.data(), DType::I32, {3, 500});
   expect_error(a, "ShapeError",
@@ -615,12 +620,12 @@ struct IFix {
 };
 const std::string kI = "dsv4cpu::indexer_topk: ";
 
-TEST(IndexerTopkBadInput, ValidFixtureRuns) {
+DSV4CPU_RUN_TEST(IndexerTopkBadInput, ValidFixtureRuns, "indexer_topk") {
   IFix f;
   expect_ok(f);
 }
 
-TEST(IndexerTopkBadInput, BlockSizeAndMode) {
+DSV4CPU_RUN_TEST(IndexerTopkBadInput, BlockSizeAndMode, "indexer_topk") {
   IFix a;
   a.block_size = 48;
   expect_error(a, "ValueError", kI + "block_size = 48: not a power of two (expected 1, 2, 4, ...)");
@@ -629,7 +634,7 @@ TEST(IndexerTopkBadInput, BlockSizeAndMode) {
   expect_error(b, "ValueError", kI + "mode = 2: unknown mode (expected canonical or vllm)");
 }
 
-TEST(IndexerTopkBadInput, Shapes) {
+DSV4CPU_RUN_TEST(IndexerTopkBadInput, Shapes, "indexer_topk") {
   IFix a;
   a.vw = TensorView(a.w.data(), DType::F32, {3, 2});
   expect_error(a, "ShapeError",
@@ -673,7 +678,7 @@ TEST(IndexerTopkBadInput, Shapes) {
                     "not overlap any input)");
 }
 
-TEST(IndexerTopkBadInput, QueryStartLocAndLengths) {
+DSV4CPU_RUN_TEST(IndexerTopkBadInput, QueryStartLocAndLengths, "indexer_topk") {
   IFix a;
   a.qsl[0] = 1;
   expect_error(
@@ -690,7 +695,7 @@ TEST(IndexerTopkBadInput, QueryStartLocAndLengths) {
                     "3 = query_start_loc[2] - query_start_loc[1])");
 }
 
-TEST(IndexerTopkBadInput, BlockTableCoversLongStep) {
+DSV4CPU_RUN_TEST(IndexerTopkBadInput, BlockTableCoversLongStep, "indexer_topk") {
   IFix a;
   a.vtable = TensorView(a.table.data(), DType::I32, {2, 9}, {11, 1});
   expect_error(a, "IndexError",
@@ -713,7 +718,7 @@ TEST(IndexerTopkBadInput, BlockTableCoversLongStep) {
   expect_ok(d);
 }
 
-TEST(IndexerTopkBadInput, QueryCodesAndWeightsFiniteInLongStep) {
+DSV4CPU_RUN_TEST(IndexerTopkBadInput, QueryCodesAndWeightsFiniteInLongStep, "indexer_topk") {
   IFix a;
   a.q[3 * 256 + 1 * 128 + 127] = 0x7F;
   expect_error(a, "NonFiniteError",

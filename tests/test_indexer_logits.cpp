@@ -18,7 +18,7 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // numerics.md §11.6 example: H = 64, every code 1.0, w = 0.01, ks = 2⁻⁸: X = 0.32, B ≈ 3.66e-6.
-TEST(Fp8PagedMqaLogits, SpecBoundExample) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, SpecBoundExample, "fp8_paged_mqa_logits") {
   constexpr int64_t H = 64, P = 16, S = 3;
   testing::KCache kv(P, 1, P * 132);
   const std::vector<uint8_t> ones(128, 0x38);
@@ -70,7 +70,7 @@ TEST(Fp8PagedMqaLogits, ReferenceHeadSumIsAnFmaChain) {
 }
 
 // ReLU: a negative dot contributes +0, and a NaN key code makes the logit NaN.
-TEST(Fp8PagedMqaLogits, ReluAndNanKeys) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, ReluAndNanKeys, "fp8_paged_mqa_logits") {
   constexpr int64_t H = 1, P = 2;
   testing::KCache kv(P, 2, P * 132);
   std::vector<uint8_t> neg(128, 0x00), nan_key(128, 0x38);
@@ -94,7 +94,7 @@ TEST(Fp8PagedMqaLogits, ReluAndNanKeys) {
   });
 }
 
-TEST(Fp8PagedMqaLogits, NoHeadsGivePlusZeroForNanKeys) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, NoHeadsGivePlusZeroForNanKeys, "fp8_paged_mqa_logits") {
   // indexer.md §4.2: H = 0 leaves the head sum empty, so every visible logit is +0 (NaN keys too).
   constexpr int64_t P = 6;  // an even page size that is not a power of two
   testing::KCache kv(P, 2, P * 132);
@@ -187,25 +187,26 @@ void run_random_case(const Case& c, uint64_t seed) {
   });
 }
 
-TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize16) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize16, "fp8_paged_mqa_logits") {
   run_random_case({16, 0, 3, 1, 4, 70, false, false, false}, 1);
 }
-TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize64PaddedStrideI64) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize64PaddedStrideI64,
+                 "fp8_paged_mqa_logits") {
   run_random_case({64, 192, 2, 1, 8, 150, false, false, true}, 2);
 }
-TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize48) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, RandomAgainstExactBlockSize48, "fp8_paged_mqa_logits") {
   run_random_case({48, 36, 3, 1, 3, 144, false, false, false}, 3);
 }
-TEST(Fp8PagedMqaLogits, RandomAgainstExactModelHeads) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, RandomAgainstExactModelHeads, "fp8_paged_mqa_logits") {
   run_random_case({64, 0, 2, 1, 64, 80, false, false, false}, 4);
 }
-TEST(Fp8PagedMqaLogits, MtpOneDimensionalLengths3dQuery) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, MtpOneDimensionalLengths3dQuery, "fp8_paged_mqa_logits") {
   run_random_case({16, 4, 3, 3, 2, 40, false, false, false}, 5);
 }
-TEST(Fp8PagedMqaLogits, MtpOneDimensionalLengths4dQuery) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, MtpOneDimensionalLengths4dQuery, "fp8_paged_mqa_logits") {
   run_random_case({16, 0, 2, 4, 2, 40, true, false, true}, 6);
 }
-TEST(Fp8PagedMqaLogits, MtpTwoDimensionalLengths) {
+DSV4CPU_RUN_TEST(Fp8PagedMqaLogits, MtpTwoDimensionalLengths, "fp8_paged_mqa_logits") {
   run_random_case({48, 0, 3, 2, 2, 100, true, true, false}, 7);
 }
 

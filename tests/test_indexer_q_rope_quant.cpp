@@ -62,7 +62,7 @@ TEST(FusedIndexerQRopeQuant, DefaultScales) {
 // §2 example: 128 inputs of 1.0 at position 0, weight 0.5: amax 1, e = −8, codes 0x78,
 // weights_out 0x37B504F3. Head 1 (zeros and a −0, weight 1) exercises the ε clamp: sc =
 // RN(ε / 448) ≈ 2.23e-7, e = −22, codes ±0, weights_out 2⁻²⁵·0x3DB504F3 = 0x313504F3.
-TEST(FusedIndexerQRopeQuant, SpecExample) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuant, SpecExample, "fused_indexer_q_rope_quant") {
   std::vector<float> q(2 * 128, 0.0f);
   for (int d = 0; d < 128; ++d) q[static_cast<size_t>(d)] = 1.0f;
   q[128 + 3] = -0.0f;
@@ -94,7 +94,7 @@ TEST(FusedIndexerQRopeQuant, SpecExample) {
 //   bf16(e') = 1 + 2⁻⁴ + 2⁻⁷;  o' = fma(o, c, e) = 0x1.6f5a6ep+1, bf16 2.875 = amax
 //   e = −7: codes 137 -> 144 (0x71) and 368 -> 384 (0x7C, tie to even); weights_out
 //   0.5·2⁻⁷·0x3DB504F3·0.125 = 0x383504F3.
-TEST(FusedIndexerQRopeQuant, RopeFmaAndBf16Rounding) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuant, RopeFmaAndBf16Rounding, "fused_indexer_q_rope_quant") {
   std::vector<float> table = identity_table(6);
   table[5 * 64 + 0] = 2.0f + 0x1p-11f + 0x1p-12f;
   table[5 * 64 + 32] = 1.0f;
@@ -114,7 +114,8 @@ TEST(FusedIndexerQRopeQuant, RopeFmaAndBf16Rounding) {
 // A quarter turn (cos 0, sin 1) maps (e, o) to (−o, e) exactly; NoPE dims stay as given (not
 // bf16-rounded): 1 + 2⁻⁴ + 2⁻²⁰ at e = 0 is just above the fp8 tie 1.0625 and gives 0x39
 // (rounding it to bf16 first would give the tie and 0x38). Two tokens, two heads, I64 positions.
-TEST(FusedIndexerQRopeQuant, QuarterTurnAndUnroundedNope) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuant, QuarterTurnAndUnroundedNope,
+                 "fused_indexer_q_rope_quant") {
   std::vector<float> table = identity_table(4);
   for (int i = 0; i < 32; ++i) {
     table[static_cast<size_t>(3 * 64 + i)] = 0.0f;
@@ -159,7 +160,8 @@ TEST(FusedIndexerQRopeQuant, QuarterTurnAndUnroundedNope) {
 // is 448 (0x7E) (unrounded: e = 0, 0x76); 1 + 2⁻⁴ + 2⁻²⁰ rounds to the tie 1.0625, ·2 = 2.125 is
 // an fp8 tie -> 2.0 (0x40) (unrounded: 0x41). Head 1: the same value in a NoPE dim at e = 0 is
 // not rounded -> 0x39. weights_out: 2⁻¹·0x3DB504F3·0.125 = 0x3BB504F3 and 2⁰·... = 0x3C3504F3.
-TEST(FusedIndexerQRopeQuant, RotatedDimsRoundedToBf16BeforeAmax) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuant, RotatedDimsRoundedToBf16BeforeAmax,
+                 "fused_indexer_q_rope_quant") {
   std::vector<float> q(2 * 128, 0.0f);
   q[64] = 224.0f * (1.0f + 0x1p-12f);
   q[66] = 1.0f + 0x1p-4f + 0x1p-20f;
@@ -178,7 +180,7 @@ TEST(FusedIndexerQRopeQuant, RotatedDimsRoundedToBf16BeforeAmax) {
 
 // fp8 subnormals at e = −8 (amax 1): 2⁻¹⁷ -> 2⁻⁹ (0x01), 1.5·2⁻¹⁷ -> tie -> 2⁻⁸ (0x02),
 // 2⁻¹⁹ -> 0 (0x00), −2⁻¹⁷ -> 0x81, 7·2⁻¹⁷ -> 0x07, 7.5·2⁻¹⁷ -> tie -> 2⁻⁶ (0x08).
-TEST(FusedIndexerQRopeQuant, SubnormalCodes) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuant, SubnormalCodes, "fused_indexer_q_rope_quant") {
   std::vector<float> q(128, 0.0f);
   q[0] = 1.0f;
   q[1] = 0x1p-17f;
@@ -199,7 +201,7 @@ TEST(FusedIndexerQRopeQuant, SubnormalCodes) {
 
 // Custom scales: the product order RN(RN(RN(w·2^e)·softmax_scale)·head_scale) (numerics.md
 // §8.6). With w = 3, e = −8, softmax_scale = 0.3, head_scale = 0.7: each step rounds.
-TEST(FusedIndexerQRopeQuant, WeightProductOrder) {
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuant, WeightProductOrder, "fused_indexer_q_rope_quant") {
   const std::vector<float> q(128, 1.0f);
   testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
     const QuantOut r = quantize(q, {3.0f}, {0}, identity_table(1), 1, run.options(), 0.3f, 0.7f);

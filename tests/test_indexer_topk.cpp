@@ -157,7 +157,7 @@ void check_batch(const Batch& b) {
 // §7.3: decodes of seq_len 10 and 300, a 6-token prefill of seq_len 9: short step, identity rows
 // with L = [2, 75, 1, 1, 1, 1, 2, 2]. Nothing else is read: the block table is all −1 and the
 // queries are NaN codes.
-TEST(IndexerTopk, SpecExampleShortStep) {
+DSV4CPU_RUN_TEST(IndexerTopk, SpecExampleShortStep, "indexer_topk") {
   const std::vector<int32_t> qsl = {0, 1, 2, 8}, seq_lens = {10, 300, 9};
   const std::vector<int32_t> block_table(3 * 2, -1);
   const std::vector<uint8_t> q(8 * 1 * 128, 0x7F);
@@ -184,7 +184,7 @@ TEST(IndexerTopk, SpecExampleShortStep) {
 
 // §7.3 variant: request 1 has seq_len 2400 (L = 600), so the step is long; row 1 is the top 512
 // of 600 logits, every other row is still an identity row.
-TEST(IndexerTopk, SpecExampleLongRequest) {
+DSV4CPU_RUN_TEST(IndexerTopk, SpecExampleLongRequest, "indexer_topk") {
   std::mt19937_64 rng(41);
   const Batch b = make_batch(rng, 4, 64, {1, 1, 6}, {10, 2400, 9}, false);
   check_batch(b);
@@ -192,7 +192,7 @@ TEST(IndexerTopk, SpecExampleLongRequest) {
 
 // Mixed batch: decodes with query lengths 1 and 2 (MTP), a prefill whose causal lengths cross
 // 512 inside the request (L_t = 511 .. 514), a long prefill, an empty request, block size 16.
-TEST(IndexerTopk, MixedBatchAgainstBruteForce) {
+DSV4CPU_RUN_TEST(IndexerTopk, MixedBatchAgainstBruteForce, "indexer_topk") {
   std::mt19937_64 rng(42);
   const Batch b = make_batch(rng, 3, 16, {1, 2, 0, 10, 3}, {2300, 2101, 7, 2056, 2500}, false);
   check_batch(b);
@@ -200,7 +200,7 @@ TEST(IndexerTopk, MixedBatchAgainstBruteForce) {
 
 // Exactly tied scores (three key levels, equal queries and weights): the band rule alone cannot
 // tell the modes apart, the composition check does.
-TEST(IndexerTopk, TiedScores) {
+DSV4CPU_RUN_TEST(IndexerTopk, TiedScores, "indexer_topk") {
   std::mt19937_64 rng(43);
   const Batch b = make_batch(rng, 2, 64, {1, 3}, {2600, 2208}, true);
   check_batch(b);

@@ -116,7 +116,7 @@ float widen(const Case& c, uint16_t h) {
   return c.dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
-TEST(InverseGptjRopeOProj, PositionZeroIsTheIdentity) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, PositionZeroIsTheIdentity, kOp) {
   // Row 0: cos 1, sin 0. e' = fma(e, 1, RN(o'·0)) = e, o' = fma(o', 1, RN(e·-0)) = o' for non-zero
   // values: out is o widened, for BF16 and F16 o and I32 and I64 positions.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
@@ -143,7 +143,7 @@ TEST(InverseGptjRopeOProj, PositionZeroIsTheIdentity) {
   });
 }
 
-TEST(InverseGptjRopeOProj, QuarterTurnBack) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, QuarterTurnBack, kOp) {
   // cos 0, sin 1 (a rotation by +90 degrees undone): e' = fma(e, 0, RN(o'·1)) = o',
   // o' = fma(o', 0, RN(e·-1)) = -e; the NoPE dims are copied. Token 1 at position 2 only.
   testing::for_each_run(kOp, [&](const testing::Run& run) {
@@ -172,7 +172,7 @@ TEST(InverseGptjRopeOProj, QuarterTurnBack) {
   });
 }
 
-TEST(InverseGptjRopeOProj, HandPickedValues) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, HandPickedValues, kOp) {
   // D = 6, rope_dim = 4 (one NoPE dim pair, two RoPE pairs); cos 0.5, sin 0.75 for pair 0 and cos
   // -1, sin 0 for pair 1 at position 1. Every product below is exact, so are the sums.
   //   F16:  o = [2^-24 (0x0001), -65504 (0xFBFF), e = 2 (0x4000), o' = -4 (0xC400),
@@ -208,7 +208,7 @@ TEST(InverseGptjRopeOProj, HandPickedValues) {
   });
 }
 
-TEST(InverseGptjRopeOProj, RotationIsFused) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, RotationIsFused, kOp) {
   // Values where fma(e, c, RN(o'·s)) and RN(RN(e·c) + RN(o'·s)) differ, in the first and the last
   // pair of a 64-dim RoPE part (vector body and lanes): every variant gives the fused value, and
   // the odd element fma(o', c, RN(e·-s)).
@@ -243,7 +243,7 @@ TEST(InverseGptjRopeOProj, RotationIsFused) {
   });
 }
 
-TEST(InverseGptjRopeOProj, WholeHeadAndOnePair) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, WholeHeadAndOnePair, kOp) {
   // rope_dim = D (no NoPE dim) and rope_dim = 2 (one pair): cos 0, sin -1 sends (e, o') to
   // (-o', e).
   testing::for_each_run(kOp, [&](const testing::Run& run) {
@@ -269,7 +269,7 @@ TEST(InverseGptjRopeOProj, WholeHeadAndOnePair) {
   });
 }
 
-TEST(InverseGptjRopeOProj, ZeroSizeCallsAreNoOps) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, ZeroSizeCallsAreNoOps, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     // T = 0; H = 0 (a NaN table row: no value is used, nothing checked).
     for (int64_t T : {0, 3}) {
@@ -294,14 +294,14 @@ Case bad_case() {
   return c;
 }
 
-TEST(InverseGptjRopeOProjBadInput, ValidBaseCaseRuns) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, ValidBaseCaseRuns, kOp) {
   testing::for_each_run(kOp, [&](const testing::Run& run) {
     Case c = bad_case();
     EXPECT_NO_THROW(c.run(run.options())) << run.label();
   });
 }
 
-TEST(InverseGptjRopeOProjBadInput, RopeDim) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, RopeDim, "inverse_gptj_rope_o_proj") {
   Case c = bad_case();
   c.rope_dim = 7;
   EXPECT_EQ(c.expect("ValueError"),
@@ -317,7 +317,7 @@ TEST(InverseGptjRopeOProjBadInput, RopeDim) {
             "(expected rope_dim <= D = 16)");
 }
 
-TEST(InverseGptjRopeOProjBadInput, Shapes) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, Shapes, "inverse_gptj_rope_o_proj") {
   Case c = bad_case();
   std::vector<float> f32(3 * 2 * 16);
   EXPECT_EQ(c.expect("ShapeError",
@@ -358,7 +358,7 @@ TEST(InverseGptjRopeOProjBadInput, Shapes) {
   c.expect("ShapeError", [&](auto& v) { v.out = MutableTensorView(); });
 }
 
-TEST(InverseGptjRopeOProjBadInput, OutOverlapsAnInput) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, OutOverlapsAnInput, kOp) {
   // out placed over o, positions and the table in turn (the bytes of a larger buffer).
   Case c = bad_case();
   std::vector<uint32_t> big(3 * 2 * 16 + 64, kSentinel);
@@ -384,7 +384,7 @@ TEST(InverseGptjRopeOProjBadInput, OutOverlapsAnInput) {
   });
 }
 
-TEST(InverseGptjRopeOProjBadInput, Positions) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, Positions, "inverse_gptj_rope_o_proj") {
   Case c = bad_case();
   for (DType pos_dtype : {DType::I32, DType::I64}) {
     c.pos_dtype = pos_dtype;
@@ -397,7 +397,7 @@ TEST(InverseGptjRopeOProjBadInput, Positions) {
   }
 }
 
-TEST(InverseGptjRopeOProjBadInput, NonFiniteInputs) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, NonFiniteInputs, kOp) {
   // o: NaN and inf in BF16 and F16 (the first in row-major order); the used table rows; a row no
   // token reads is not checked.
   for (DType dtype : {DType::BF16, DType::F16}) {
@@ -437,7 +437,7 @@ TEST(InverseGptjRopeOProjBadInput, NonFiniteInputs) {
   });
 }
 
-TEST(InverseGptjRopeOProjBadInput, NonFiniteResult) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, NonFiniteResult, kOp) {
   // Finite inputs whose rotated value overflows: 3e38·1 + 3e38·1 at token 1 (position 0), head 1,
   // pair 2; nothing written, and each optimized variant hands the call to the reference once.
   Case c = bad_case();
@@ -461,7 +461,7 @@ TEST(InverseGptjRopeOProjBadInput, NonFiniteResult) {
   });
 }
 
-TEST(InverseGptjRopeOProjBadInput, LargeFiniteResultsPass) {
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, LargeFiniteResultsPass, kOp) {
   // |x|·(|c| + |s|) above 2^127 with a finite result: e = 2^64, o' = 0, c = 1.5·2^63, s = 0 give
   // e' = 1.5·2^127 exactly (the optimized check's bound fails, its exact test passes); no error,
   // no hand-over to the reference.
@@ -479,10 +479,11 @@ TEST(InverseGptjRopeOProjBadInput, LargeFiniteResultsPass) {
   });
 }
 
-TEST(InverseGptjRopeOProj, EveryRunMatchesTheReference) {
+const testing::Plan kOneAndTwoThreads{true, std::nullopt, true, {1, 2}};
+
+DSV4CPU_RUN_TEST(InverseGptjRopeOProj, EveryRunMatchesTheReference, kOp, kOneAndTwoThreads) {
   // Every variant on every Highway target, with 1 and 2 threads: the reference's bits, for odd
   // head widths (vector tails) and both dtypes.
-  const testing::Plan plan{true, std::nullopt, true, {1, 2}};
   for (DType dtype : {DType::BF16, DType::F16})
     for (int64_t D : {512, 37 * 2}) {
       const auto make = [&] {
@@ -496,7 +497,7 @@ TEST(InverseGptjRopeOProj, EveryRunMatchesTheReference) {
       Options o;
       o.impl = Impl::reference;
       ref.run(o);
-      testing::for_each_run(kOp, plan, [&](const testing::Run& run) {
+      testing::for_each_run(kOp, kOneAndTwoThreads, [&](const testing::Run& run) {
         Case c = make();
         c.run(run.options());
         EXPECT_EQ(c.out, ref.out) << run.label() << " " << dtype_name(dtype) << " D=" << D;

@@ -11,7 +11,7 @@
 namespace dsv4cpu {
 namespace {
 
-TEST(MapLocalToGlobalSlots, SpecExample) {
+DSV4CPU_RUN_TEST(MapLocalToGlobalSlots, SpecExample, "map_local_to_global_slots") {
   // P = 4, block_table[0] = [7, 3, 9], locals [-1, 0, 5, 11] -> [-1, 28, 13, 39].
   testing::for_each_run("map_local_to_global_slots", [&](const testing::Run& run) {
     std::vector<int64_t> local = {-1, 0, 5, 11};
@@ -49,7 +49,8 @@ TEST(MapLocalToGlobalSlots, NegativeReferencedBlockIsIndexErrorAndWritesNothing)
   EXPECT_EQ(slots, std::vector<int64_t>(7, 777));
 }
 
-TEST(MapLocalToGlobalSlots, AnyNegativeLocalGivesMinusOneAndIndexTypesMix) {
+DSV4CPU_RUN_TEST(MapLocalToGlobalSlots, AnyNegativeLocalGivesMinusOneAndIndexTypesMix,
+                 "map_local_to_global_slots") {
   // Window arithmetic produces locals below -1; every index input may be I32 or I64.
   testing::for_each_run("map_local_to_global_slots", [&](const testing::Run& run) {
     std::vector<int32_t> local = {-7, -1, 3, 4, 0, 9};
@@ -85,7 +86,7 @@ std::string expect_error(const std::vector<int64_t>& local, int64_t K,
       [&] { return testing::bytes_of(slots); });
 }
 
-TEST(MapLocalToGlobalSlots, BadInput) {
+DSV4CPU_RUN_TEST(MapLocalToGlobalSlots, BadInput, "map_local_to_global_slots") {
   EXPECT_EQ(expect_error({0, 1}, 2, {0}, {3}, 1, 0, "ValueError"),
             "dsv4cpu::map_local_to_global_slots: block_size = 0: not a positive block size "
             "(expected block_size >= 1)");

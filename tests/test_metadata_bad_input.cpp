@@ -25,7 +25,7 @@ struct Step {
 
 // ---- rules of the "all" row ----
 
-TEST(MetadataBadInput, QslMustStartAtZero) {
+DSV4CPU_RUN_TEST(MetadataBadInput, QslMustStartAtZero, "token_positions", test::kThreads) {
   const Idx qsl = vec({1, 2, 7}), seq = vec({10, 9});
   V64 pos(6, 7);
   V32 req(6, 7);
@@ -41,7 +41,8 @@ TEST(MetadataBadInput, QslMustStartAtZero) {
   EXPECT_THROW(split_decodes_and_prefills(qsl, 1), IndexError);
 }
 
-TEST(MetadataBadInput, QslMustNotDecrease) {
+DSV4CPU_RUN_TEST(MetadataBadInput, QslMustNotDecrease,
+                 {"compressed_slot_mapping", "indexer_metadata"}, test::kThreads) {
   const Idx qsl = vec({0, 3, 2}), seq = vec({10, 9}), bt = table({{4}, {6}}, 1, -99);
   V64 slots(4, 7);
   const std::string msg =
@@ -58,7 +59,7 @@ TEST(MetadataBadInput, QslMustNotDecrease) {
   EXPECT_EQ(slots, V64(4, 7));
 }
 
-TEST(MetadataBadInput, QslLengthIsRPlusOne) {
+DSV4CPU_RUN_TEST(MetadataBadInput, QslLengthIsRPlusOne, "token_positions", test::kThreads) {
   const Idx empty = vec({}), seq = vec({10, 9}), qsl = vec({0, 1, 7});
   EXPECT_THROW(split_decodes_and_prefills(empty, 1), ShapeError);
   V64 pos(7, 7);
@@ -76,7 +77,7 @@ TEST(MetadataBadInput, QslLengthIsRPlusOne) {
   });
 }
 
-TEST(MetadataBadInput, SeqLenShorterThanQuery) {
+DSV4CPU_RUN_TEST(MetadataBadInput, SeqLenShorterThanQuery, "token_positions", test::kThreads) {
   const Idx qsl = vec({0, 1, 7}), seq = vec({10, 5});
   V64 pos(7, 7);
   V32 req(7, 7);
@@ -91,7 +92,8 @@ TEST(MetadataBadInput, SeqLenShorterThanQuery) {
   EXPECT_EQ(req, V32(7, 7));
 }
 
-TEST(MetadataBadInput, TokenToReqOutOfRange) {
+DSV4CPU_RUN_TEST(MetadataBadInput, TokenToReqOutOfRange,
+                 {"slot_mapping", "swa_window_indices", "c128a_topk_indices"}, test::kThreads) {
   Step s;
   const Idx req = vec({0, 1, 1, 2, 1, 1, 1});
   V64 slots(7, 7), win(7 * 8, 7), c128(7 * 8, 7);
@@ -116,7 +118,8 @@ TEST(MetadataBadInput, TokenToReqOutOfRange) {
   EXPECT_EQ(c128, V64(7 * 8, 7));
 }
 
-TEST(MetadataBadInput, NegativePosition) {
+DSV4CPU_RUN_TEST(MetadataBadInput, NegativePosition,
+                 {"slot_mapping", "swa_window_indices"}, test::kThreads) {
   Step s;
   const Idx pos = vec({9, 3, 4, -5, 6, 7, 8}, DType::I64);
   V64 slots(7, 7), win(7 * 4, 7);
@@ -133,7 +136,8 @@ TEST(MetadataBadInput, NegativePosition) {
   EXPECT_EQ(win, V64(7 * 4, 7));
 }
 
-TEST(MetadataBadInput, NumTokensPaddedBelowT) {
+DSV4CPU_RUN_TEST(MetadataBadInput, NumTokensPaddedBelowT,
+                 {"slot_mapping", "compressed_slot_mapping", "indexer_metadata"}, test::kThreads) {
   Step s;
   V64 slots(6, 7);
   const std::string msg = test::expect_error("slot_mapping", "ValueError", [&](const Options& o) {
@@ -151,7 +155,11 @@ TEST(MetadataBadInput, NumTokensPaddedBelowT) {
   EXPECT_EQ(slots, V64(6, 7));
 }
 
-TEST(MetadataBadInput, SizesAtLeastOne) {
+DSV4CPU_RUN_TEST(MetadataBadInput, SizesAtLeastOne,
+                 {"slot_mapping", "compressed_slot_mapping", "swa_window_indices",
+                  "c128a_topk_indices", "c128a_topk_indices_compact", "c128a_decode_metadata",
+                  "c4a_global_topk_indices", "indexer_metadata"},
+                 test::kThreads) {
   Step s;
   V64 slots(7, 7), win(7 * 4, 7), c128(7 * 8, 7), global(0, 7), c4(7, 7);
   V32 lens(7, 7), local(7 * 128, 7);
@@ -193,7 +201,9 @@ TEST(MetadataBadInput, SizesAtLeastOne) {
   EXPECT_EQ(local, V32(7 * 128, 7));
 }
 
-TEST(MetadataBadInput, NegativeReferencedBlockTableEntry) {
+DSV4CPU_RUN_TEST(MetadataBadInput, NegativeReferencedBlockTableEntry,
+                 {"slot_mapping", "swa_window_indices", "compressed_slot_mapping"},
+                 test::kThreads) {
   Step s;
   const Idx bt = table({{4}, {-3}}, 1, -99);
   V64 slots(7, 7), win(7 * 4, 7), csm(7, 7);
@@ -221,7 +231,7 @@ TEST(MetadataBadInput, NegativeReferencedBlockTableEntry) {
   EXPECT_EQ(win, V64(7 * 4, 7));
 }
 
-TEST(MetadataBadInput, BlockTableColumnBeyondTable) {
+DSV4CPU_RUN_TEST(MetadataBadInput, BlockTableColumnBeyondTable, "slot_mapping", test::kThreads) {
   Step s;
   const Idx pos = vec({9, 3, 4, 5, 6, 70, 8}, DType::I64);
   V64 slots(7, 7);
@@ -234,7 +244,8 @@ TEST(MetadataBadInput, BlockTableColumnBeyondTable) {
   EXPECT_EQ(slots, V64(7, 7));
 }
 
-TEST(MetadataBadInput, C128aPrefixReportsFirstTokenAndColumn) {
+DSV4CPU_RUN_TEST(MetadataBadInput, C128aPrefixReportsFirstTokenAndColumn,
+                 "c128a_topk_indices", test::kThreads) {
   // Row 0 = [5, -1, 7]: a token with n = 2 reads columns 0, 1 (P = 1) and fails at column 1;
   // a token with n = 1 does not. Token order decides which is reported.
   const Idx pos = vec({200, 300, 1000}, DType::I64), req = vec({0, 0, 0});
@@ -259,7 +270,8 @@ TEST(MetadataBadInput, C128aPrefixReportsFirstTokenAndColumn) {
   EXPECT_EQ(idx, V64(3 * 8, 7));
 }
 
-TEST(MetadataBadInput, UnreferencedEntriesAreNeverChecked) {
+DSV4CPU_RUN_TEST(MetadataBadInput, UnreferencedEntriesAreNeverChecked, "c4a_global_topk_indices",
+                 test::kThreads) {
   // Row 0 = [5, -1, 7] with P = 2: locals 0, 1 (column 0) and 4, 5 (column 2) never read
   // column 1, so there is no error and the slots come from columns 0 and 2.
   const Idx topk({4, 0, -1, 5, 1, -1}, {2, 3}, DType::I32), req = vec({0, 0});
@@ -289,7 +301,8 @@ TEST(MetadataBadInput, UnreferencedEntriesAreNeverChecked) {
 
 // ---- per-op rules ----
 
-TEST(MetadataBadInput, SplitThresholdNonNegative) {
+DSV4CPU_RUN_TEST(MetadataBadInput, SplitThresholdNonNegative,
+                 "split_decodes_and_prefills", test::kThreads) {
   const Idx qsl = vec({0, 1});
   const std::string msg =
       test::expect_error("split_decodes_and_prefills", "ValueError",
@@ -299,7 +312,8 @@ TEST(MetadataBadInput, SplitThresholdNonNegative) {
             "threshold >= 0)");
 }
 
-TEST(MetadataBadInput, CompressedSlotMappingRatioAndOwnSlots) {
+DSV4CPU_RUN_TEST(MetadataBadInput, CompressedSlotMappingRatioAndOwnSlots,
+                 "compressed_slot_mapping", test::kThreads) {
   Step s;
   V64 slots(7, 7);
   const std::string msg =
@@ -320,7 +334,7 @@ TEST(MetadataBadInput, CompressedSlotMappingRatioAndOwnSlots) {
   EXPECT_EQ(slots, V64(7, 7));
 }
 
-TEST(MetadataBadInput, SwaWindowAtLeastOne) {
+DSV4CPU_RUN_TEST(MetadataBadInput, SwaWindowAtLeastOne, "swa_window_indices", test::kThreads) {
   Step s;
   V64 win(0, 7);
   const std::string msg =
@@ -333,7 +347,8 @@ TEST(MetadataBadInput, SwaWindowAtLeastOne) {
             "1)");
 }
 
-TEST(MetadataBadInput, C128aMaxModelLen) {
+DSV4CPU_RUN_TEST(MetadataBadInput, C128aMaxModelLen,
+                 {"c128a_topk_indices", "c128a_decode_metadata"}, test::kThreads) {
   Step s;
   V64 idx(7 * 8, 7), global(128, 7);
   V32 lens(1, 7), local(6 * 128, 7);
@@ -359,7 +374,8 @@ TEST(MetadataBadInput, C128aMaxModelLen) {
   EXPECT_EQ(lens, V32(1, 7));
 }
 
-TEST(MetadataBadInput, C128aWidths) {
+DSV4CPU_RUN_TEST(MetadataBadInput, C128aWidths,
+                 {"c128a_topk_indices_compact", "c128a_decode_metadata"}, test::kThreads) {
   // Compact: a token with more entries than the width; decode metadata: width rules and nd.
   const Idx pos = vec({300, 10}, DType::I64), req = vec({0, 0}), bt = table({{1, 2}}, 2, -99);
   V64 idx(2, 7), global(256, 7);
@@ -397,7 +413,8 @@ TEST(MetadataBadInput, C128aWidths) {
   EXPECT_EQ(local, V32(256, 7));
 }
 
-TEST(MetadataBadInput, C4aTopkEntriesAtLeastMinusOne) {
+DSV4CPU_RUN_TEST(MetadataBadInput, C4aTopkEntriesAtLeastMinusOne,
+                 "c4a_global_topk_indices", test::kThreads) {
   const Idx topk({0, -1, -2, 1}, {2, 2}, DType::I64), req = vec({0, 0});
   const Idx bt = table({{3}}, 1, -99);
   V64 idx(4, 7);
@@ -423,7 +440,8 @@ TEST(MetadataBadInput, C4aTopkEntriesAtLeastMinusOne) {
   EXPECT_EQ(lens, V32(2, 7));
 }
 
-TEST(MetadataBadInput, SplitIndexerPrefillChunksRules) {
+DSV4CPU_RUN_TEST(MetadataBadInput, SplitIndexerPrefillChunksRules, "split_indexer_prefill_chunks",
+                 test::kThreads) {
   const Idx n = vec({10, 20}), m = vec({3, 4});
   const std::string op = "split_indexer_prefill_chunks";
   const std::string msg = test::expect_error(op, "ValueError", [&](const Options& o) {
@@ -451,7 +469,8 @@ TEST(MetadataBadInput, SplitIndexerPrefillChunksRules) {
   });
 }
 
-TEST(MetadataBadInput, IndexerMetadataNextNAndInt32) {
+DSV4CPU_RUN_TEST(MetadataBadInput, IndexerMetadataNextNAndInt32,
+                 "indexer_metadata", test::kThreads) {
   Step s;
   V64 slots(7, 7);
   test::expect_error("indexer_metadata", "ValueError", [&](const Options& o) {
@@ -465,7 +484,8 @@ TEST(MetadataBadInput, IndexerMetadataNextNAndInt32) {
   EXPECT_EQ(slots, V64(7, 7));
 }
 
-TEST(MetadataBadInput, ShapesDtypesAndOverlap) {
+DSV4CPU_RUN_TEST(MetadataBadInput, ShapesDtypesAndOverlap,
+                 {"slot_mapping", "swa_window_indices"}, test::kThreads) {
   Step s;
   V32 slots32(7, 7);
   test::expect_error("slot_mapping", "ShapeError",
@@ -496,7 +516,8 @@ TEST(MetadataBadInput, ShapesDtypesAndOverlap) {
   EXPECT_EQ(idx, V64(7 * 4, 7));
 }
 
-TEST(MetadataBadInput, CheckOrderScalarsThenShapesThenElements) {
+DSV4CPU_RUN_TEST(MetadataBadInput, CheckOrderScalarsThenShapesThenElements,
+                 "slot_mapping", test::kThreads) {
   const Idx pos = vec({-1, 3}, DType::I64), req = vec({0, 5}), bt = table({{-1}}, 1, -99);
   V64 slots(1, 7);
   // (a) block_size before (b) the too-short output before (d) positions and token_to_req.
@@ -517,7 +538,11 @@ TEST(MetadataBadInput, CheckOrderScalarsThenShapesThenElements) {
 
 // ---- bad-input.md §1.5: zero-size inputs are valid no-ops ----
 
-TEST(MetadataBadInput, ZeroSizeNoOps) {
+DSV4CPU_RUN_TEST(MetadataBadInput, ZeroSizeNoOps,
+                 {"token_positions", "slot_mapping", "compressed_slot_mapping",
+                  "swa_window_indices", "c128a_topk_indices", "c4a_global_topk_indices",
+                  "indexer_metadata"},
+                 test::kThreads) {
   const Idx qsl0 = vec({0}), seq0 = vec({}), empty_pos = vec({}, DType::I64), empty_req = vec({});
   const Idx bt0(V64{}, {0, 4}), bt1 = table({{-1}}, 1, -1);
   const Idx qsl_empty_reqs = vec({0, 0, 0}), seq_empty_reqs = vec({5, 0});

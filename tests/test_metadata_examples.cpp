@@ -27,7 +27,7 @@ V64 concat(std::initializer_list<V64> parts) {
   return v;
 }
 
-TEST(MetadataExamples, SplitRule) {  // §4
+DSV4CPU_RUN_TEST(MetadataExamples, SplitRule, "split_decodes_and_prefills", test::kThreads) {  // §4
   const Idx qsl = vec({0, 1, 5, 6});     // q = 1, 4, 1: the trailing short request is a prefill
   const Idx all_decode = vec({0, 1, 2});  // q = 1, 1
   testing::for_each_run("split_decodes_and_prefills", test::kThreads, [&](const testing::Run& run) {
@@ -48,7 +48,8 @@ TEST(MetadataExamples, SplitRule) {  // §4
   });
 }
 
-TEST(MetadataExamples, CompressedSlotMappingSection5) {
+DSV4CPU_RUN_TEST(MetadataExamples, CompressedSlotMappingSection5,
+                 "compressed_slot_mapping", test::kThreads) {
   // seq_len 260, 8 new tokens (positions 252..259), block table [5, 7], P_c = 64, ratio 4.
   const Idx qsl = vec({0, 8}), seq = vec({260}, DType::I64), bt = table({{5, 7}}, 2, kUnread);
   testing::for_each_run("compressed_slot_mapping", test::kThreads, [&](const testing::Run& run) {
@@ -62,7 +63,7 @@ TEST(MetadataExamples, CompressedSlotMappingSection5) {
   });
 }
 
-TEST(MetadataExamples, SwaWindowSection6) {
+DSV4CPU_RUN_TEST(MetadataExamples, SwaWindowSection6, "swa_window_indices", test::kThreads) {
   // W = 4, bt = [6], positions 1 and 8 -> [384, 385, -1, -1], [389, 390, 391, 392].
   const Idx pos = vec({1, 8}, DType::I64), req = vec({0, 0}), bt = table({{6}}, 1, kUnread);
   testing::for_each_run("swa_window_indices", test::kThreads, [&](const testing::Run& run) {
@@ -75,7 +76,8 @@ TEST(MetadataExamples, SwaWindowSection6) {
   });
 }
 
-TEST(MetadataExamples, C128aTopkSection71) {
+DSV4CPU_RUN_TEST(MetadataExamples, C128aTopkSection71,
+                 {"c128a_topk_indices", "c128a_topk_indices_compact"}, test::kThreads) {
   // max_model_len 1000 (Wc = 8), position 639 (n = 5), bt = [11, 17, 20], P_c = 2.
   const Idx pos = vec({639}, DType::I64), req = vec({0}), bt = table({{11, 17, 20}}, 4, kUnread);
   EXPECT_EQ(c128a_topk_width(1000), 8);
@@ -96,7 +98,8 @@ TEST(MetadataExamples, C128aTopkSection71) {
   });
 }
 
-TEST(MetadataExamples, C128aDecodeMetadataSection72) {
+DSV4CPU_RUN_TEST(MetadataExamples, C128aDecodeMetadataSection72,
+                 "c128a_decode_metadata", test::kThreads) {
   // max_model_len 1000: Wc = 8, Wmax = 128. Decode token at 639 (n = 5), decode token at 127
   // (n = 1) whose own slot is -1 (len 0), prefill tokens at 255 (n = 2) and 100 (n = 0).
   EXPECT_EQ(c128a_decode_max_width(1000), 128);
@@ -121,7 +124,8 @@ TEST(MetadataExamples, C128aDecodeMetadataSection72) {
   });
 }
 
-TEST(MetadataExamples, SplitIndexerPrefillChunksSection93) {
+DSV4CPU_RUN_TEST(MetadataExamples, SplitIndexerPrefillChunksSection93,
+                 "split_indexer_prefill_chunks", test::kThreads) {
   const Idx n = vec({100, 50, 400}, DType::I64), m = vec({10, 20, 30}, DType::I64);
   testing::for_each_run(
       "split_indexer_prefill_chunks", test::kThreads, [&](const testing::Run& run) {
@@ -177,7 +181,7 @@ struct Section12 {
   V64 token_to_req = {0, 1, 2, 2, 2, 2, 2, 2};
 };
 
-TEST(MetadataExamples, Section12Positions) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12Positions, "token_positions", test::kThreads) {
   const Section12 b;
   testing::for_each_run("token_positions", test::kThreads, [&](const testing::Run& run) {
     V64 pos(8, 7);
@@ -193,7 +197,8 @@ TEST(MetadataExamples, Section12Positions) {
   EXPECT_EQ(s.num_prefill_tokens, 6);
 }
 
-TEST(MetadataExamples, Section12SwaSlotsAndWindows) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12SwaSlotsAndWindows,
+                 {"slot_mapping", "swa_window_indices"}, test::kThreads) {
   const Section12 b;
   const Idx pos = vec(b.positions, DType::I64), req = vec(b.token_to_req);
   testing::for_each_run("slot_mapping", test::kThreads, [&](const testing::Run& run) {
@@ -213,7 +218,8 @@ TEST(MetadataExamples, Section12SwaSlotsAndWindows) {
   });
 }
 
-TEST(MetadataExamples, Section12CompressedSlots) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12CompressedSlots,
+                 "compressed_slot_mapping", test::kThreads) {
   const Section12 b;
   testing::for_each_run("compressed_slot_mapping", test::kThreads, [&](const testing::Run& run) {
     const Options o = run.options();
@@ -226,7 +232,9 @@ TEST(MetadataExamples, Section12CompressedSlots) {
   });
 }
 
-TEST(MetadataExamples, Section12C128a) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12C128a,
+                 {"c128a_topk_indices", "c128a_topk_indices_compact", "c128a_decode_metadata"},
+                 test::kThreads) {
   const Section12 b;
   const Idx pos = vec(b.positions, DType::I64), req = vec(b.token_to_req);
   V64 expected(8 * 8, -1);
@@ -261,7 +269,8 @@ TEST(MetadataExamples, Section12C128a) {
   });
 }
 
-TEST(MetadataExamples, Section12C4aGlobalTopk) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12C4aGlobalTopk,
+                 "c4a_global_topk_indices", test::kThreads) {
   // The short-context identity rows of indexer.md §7.3 mapped through the C4A table.
   const Section12 b;
   std::vector<int64_t> topk(8 * 512, -1);
@@ -285,7 +294,7 @@ TEST(MetadataExamples, Section12C4aGlobalTopk) {
   });
 }
 
-TEST(MetadataExamples, Section12IndexerMetadata) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12IndexerMetadata, "indexer_metadata", test::kThreads) {
   const Section12 b;  // the C4A table stands in for the indexer group's table
   testing::for_each_run("indexer_metadata", test::kThreads, [&](const testing::Run& run) {
     V64 slots(9, 7);
@@ -321,7 +330,7 @@ TEST(MetadataExamples, Section12IndexerMetadata) {
   });
 }
 
-TEST(MetadataExamples, Section12StateSlots) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section12StateSlots, "slot_mapping", test::kThreads) {
   // Request 2's C4A-main state table (sbs = 4) [50, 51, 52]: positions 3..8.
   const Idx pos = vec({3, 4, 5, 6, 7, 8}), req = vec({0, 0, 0, 0, 0, 0});
   const Idx bt = table({{50, 51, 52}}, 3, kUnread);
@@ -332,7 +341,8 @@ TEST(MetadataExamples, Section12StateSlots) {
   });
 }
 
-TEST(MetadataExamples, Section95aTrailingShortPrefill) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section95aTrailingShortPrefill,
+                 "indexer_metadata", test::kThreads) {
   // Decode seq_len 3000; prefills (seq_len 9, 6 tokens) and (seq_len 3, 3 tokens).
   const Idx qsl = vec({0, 1, 7, 10}), seq = vec({3000, 9, 3});
   V64 row0;
@@ -359,7 +369,8 @@ TEST(MetadataExamples, Section95aTrailingShortPrefill) {
   });
 }
 
-TEST(MetadataExamples, Section95bAllPrefillsShorterThan4) {
+DSV4CPU_RUN_TEST(MetadataExamples, Section95bAllPrefillsShorterThan4,
+                 "indexer_metadata", test::kThreads) {
   // Decode seq_len 3000 (750 > 512 entries: not short context); prefills (3, 3) and (2, 2).
   const Idx qsl = vec({0, 1, 4, 6}), seq = vec({3000, 3, 2});
   V64 row0;
@@ -386,7 +397,7 @@ TEST(MetadataExamples, Section95bAllPrefillsShorterThan4) {
   });
 }
 
-TEST(MetadataExamples, NativeMtpDecodeSeqLens) {
+DSV4CPU_RUN_TEST(MetadataExamples, NativeMtpDecodeSeqLens, "indexer_metadata", test::kThreads) {
   // next_n = 2: decode requests (seq_len 12, q 2) and (seq_len 1, q 1), then a prefill (q 3).
   // decode_seq_lens[r][j] = max(0, seq_len - 2 + 1 + j) / 4: [11/4, 12/4] = [2, 3], [0, 0].
   const Idx qsl = vec({0, 2, 3, 6}), seq = vec({12, 1, 40}), bt = table({{1}, {2}, {3}}, 1, kUnread);

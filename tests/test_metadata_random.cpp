@@ -86,7 +86,8 @@ int64_t slot_of(const Table& t, int64_t r, int64_t local, int64_t P) {
 
 constexpr int kBatches = 30;
 
-TEST(MetadataRandom, TokenPositionsAndSplit) {
+DSV4CPU_RUN_TEST(MetadataRandom, TokenPositionsAndSplit,
+                 {"token_positions", "split_decodes_and_prefills"}, test::kThreads) {
   Rng rng(1);
   for (int it = 0; it < kBatches; ++it) {
     const Batch b = random_batch(rng, 12, 40, 3000);
@@ -114,7 +115,7 @@ TEST(MetadataRandom, TokenPositionsAndSplit) {
   }
 }
 
-TEST(MetadataRandom, SlotMapping) {
+DSV4CPU_RUN_TEST(MetadataRandom, SlotMapping, "slot_mapping", test::kThreads) {
   Rng rng(2);
   for (int it = 0; it < kBatches; ++it) {
     const Batch b = random_batch(rng, 12, 40, 3000);
@@ -132,7 +133,7 @@ TEST(MetadataRandom, SlotMapping) {
   }
 }
 
-TEST(MetadataRandom, CompressedSlotMapping) {
+DSV4CPU_RUN_TEST(MetadataRandom, CompressedSlotMapping, "compressed_slot_mapping", test::kThreads) {
   Rng rng(3);
   for (int it = 0; it < kBatches; ++it) {
     const Batch b = random_batch(rng, 12, 300, 3000);
@@ -160,7 +161,7 @@ TEST(MetadataRandom, CompressedSlotMapping) {
   }
 }
 
-TEST(MetadataRandom, SwaWindowIndices) {
+DSV4CPU_RUN_TEST(MetadataRandom, SwaWindowIndices, "swa_window_indices", test::kThreads) {
   Rng rng(4);
   for (int it = 0; it < kBatches; ++it) {
     const Batch b = random_batch(rng, 12, 40, 3000);
@@ -191,7 +192,9 @@ TEST(MetadataRandom, SwaWindowIndices) {
   }
 }
 
-TEST(MetadataRandom, C128aBothForms) {
+DSV4CPU_RUN_TEST(MetadataRandom, C128aBothForms,
+                 {"c128a_topk_indices", "c128a_topk_indices_compact", "c128a_decode_metadata"},
+                 test::kThreads) {
   Rng rng(5);
   for (int it = 0; it < kBatches; ++it) {
     Batch b = random_batch(rng, 10, 40, 4000);
@@ -258,7 +261,7 @@ TEST(MetadataRandom, C128aBothForms) {
   }
 }
 
-TEST(MetadataRandom, C4aGlobalTopkIndices) {
+DSV4CPU_RUN_TEST(MetadataRandom, C4aGlobalTopkIndices, "c4a_global_topk_indices", test::kThreads) {
   Rng rng(6);
   for (int it = 0; it < kBatches; ++it) {
     const Batch b = random_batch(rng, 10, 40, 3000);
@@ -373,7 +376,7 @@ void check_indexer_metadata(Rng& rng, const Batch& b, int64_t next_n, const std:
   });
 }
 
-TEST(MetadataRandom, IndexerMetadata) {
+DSV4CPU_RUN_TEST(MetadataRandom, IndexerMetadata, "indexer_metadata", test::kThreads) {
   Rng rng(7);
   for (int it = 0; it < kBatches; ++it) {
     const Batch b = random_batch(rng, 12, 60, 3000);
@@ -382,7 +385,8 @@ TEST(MetadataRandom, IndexerMetadata) {
 }
 
 // A step large enough for the threaded paths of the token-level ops (>= 2^15 tokens).
-TEST(MetadataRandom, LargeStepThreaded) {
+DSV4CPU_RUN_TEST(MetadataRandom, LargeStepThreaded,
+                 {"token_positions", "slot_mapping", "indexer_metadata"}, test::kThreads) {
   Rng rng(8);
   Batch b = random_batch(rng, 0, 1, 1);  // empty, filled by hand: 6 decodes, 3 long prefills
   b.tau = 1;
@@ -416,7 +420,8 @@ TEST(MetadataRandom, LargeStepThreaded) {
   });
 }
 
-TEST(MetadataRandom, SplitIndexerPrefillChunks) {
+DSV4CPU_RUN_TEST(MetadataRandom, SplitIndexerPrefillChunks,
+                 "split_indexer_prefill_chunks", test::kThreads) {
   Rng rng(9);
   for (int it = 0; it < 200; ++it) {
     const int64_t count = rng.uniform(0, 8);

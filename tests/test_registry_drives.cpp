@@ -1,11 +1,12 @@
 // The registry drives every check: variants added to the registry alone (through its test hook,
-// copies of the reference kernel) show up in the unit-test runs, the property groups, the
+// copies of the reference kernel) show up in the unit-test runs, the registered tests, the
 // benchmark list and dsv4cpu-verify --impl all, with no other edit. One is Highway-dispatched (a
 // run per Highway target), one portable (one run), one of an ISA this process may lack (one run,
 // or listed as absent and skipped).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,23 +84,52 @@ TEST(RegistryDrives, UnitTestRuns) {
         << t.name;
 }
 
-// Property tests: the groups a property registers (prop_util.hpp) and their runs.
-TEST(RegistryDrives, PropertyGroups) {
+// Registered tests: one per run, named <op>/<variant>/<target>/<threads> (unit tests), or one per
+// variant and target with the thread counts inside (property tests); an absent variant gets one.
+TEST(RegistryDrives, TestRunsPerRunAndPerTarget) {
   add_variants();
   const testing::Plan optimized{false, std::nullopt, true, {1, 2}};
-  std::vector<std::string> names;
-  size_t highway = 0, portable = 0, amx = 0;
-  for (const testing::Group& g : testing::groups(kOp, optimized)) {
-    names.push_back(g.name);
-    const testing::RunList list = testing::runs(kOp, g.plan);
-    highway += count_runs(list.runs, kHighway);
-    portable += count_runs(list.runs, kPortable);
-    amx += count_runs(list.runs, kAmx) + list.absent.size();
+  const auto per_run = testing::test_runs({kOp}, optimized, true);
+  const auto per_target = testing::test_runs({kOp}, optimized, false);
+  const auto has = [](const std::vector<testing::TestRun>& tests, const std::string& path) {
+    return std::any_of(tests.begin(), tests.end(),
+                       [&](const testing::TestRun& t) { return t.path == path; });
+  };
+  for (const detail::HighwayTarget& t : detail::highway_targets()) {
+    const std::string base = std::string(kOp) + "/" + kHighway + "/" + t.name + "/";
+    EXPECT_TRUE(has(per_run, base + "1") && has(per_run, base + "2")) << base;
+    EXPECT_TRUE(has(per_target, base + "1+2")) << base;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"EveryVariant", "Amx"}));
-  EXPECT_EQ(highway, 2 * detail::highway_targets().size());  // 1 and 2 threads
-  EXPECT_EQ(portable, 2u);
-  EXPECT_EQ(amx, amx_here() ? 2u : 1u);
+  EXPECT_TRUE(has(per_run, std::string(kOp) + "/" + kPortable + "/baseline/2"));
+  EXPECT_TRUE(has(per_target, std::string(kOp) + "/" + kPortable + "/baseline/1+2"));
+  EXPECT_FALSE(has(per_run, std::string(kOp) + "/ref/baseline/1"));  // the plan leaves it out
+  const std::string amx = std::string(kOp) + "/" + kAmx + (amx_here() ? "/AMX_BF16/1+2" : "/absent");
+  EXPECT_TRUE(has(per_target, amx)) << amx;
+  const size_t targets = detail::highway_targets().size();
+  const size_t mine = static_cast<size_t>(std::count_if(
+      per_run.begin(), per_run.end(), [](const testing::TestRun& t) {
+        return t.selection.variant.rfind("extra_", 0) == 0;
+      }));
+  EXPECT_EQ(mine, 2 * targets + 2 + (amx_here() ? 2 : 1));
+}
+
+// Inside a registered test, the loops visit its one run; an undeclared op is an error.
+TEST(RegistryDrives, SelectionNarrowsTheLoops) {
+  add_variants();
+  const std::string target = detail::highway_targets().back().name;
+  std::vector<std::string> visited;
+  int64_t entered = 0;
+  {
+    const testing::ScopedSelection selection({kHighway, target, 2, {kOp}});
+    testing::for_each_run(kOp, testing::Plan{true, std::nullopt, true, {1, 2}},
+                          [&](const testing::Run& run) { visited.push_back(run.path()); });
+    EXPECT_THROW(testing::runs("slot_mapping"), std::logic_error);
+    entered = selection.entered();
+  }
+  EXPECT_EQ(visited, (std::vector<std::string>{std::string(kOp) + "/" + kHighway + "/" + target +
+                                               "/2"}));
+  EXPECT_EQ(entered, 1);
+  EXPECT_GT(testing::runs(kOp).runs.size(), 1u);  // no selection in force: every run again
 }
 
 // Benchmarks: every case of the op, one and two threads, on the dispatched target.

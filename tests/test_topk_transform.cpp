@@ -45,7 +45,7 @@ TEST(TopkSelection, SpecExamplesHeapOf4) {
 
 // The canonical examples of §5.6 at K = 512 through the public op: 508 entries of +inf placed
 // after the example fill the first 508 places (by index), the last four are the example's answer.
-TEST(TopkTransform512, SpecCanonicalExamplesPadded) {
+DSV4CPU_RUN_TEST(TopkTransform512, SpecCanonicalExamplesPadded, "topk_transform_512") {
   const std::vector<std::pair<std::vector<float>, std::vector<int32_t>>> examples = {
       {{5, 1, 3, 3, 2, 7, 3, 0}, {5, 0, 2, 3}},
       {{1, 1, 1, 1, 1, 1, 2, 1}, {6, 0, 1, 2}},
@@ -72,7 +72,7 @@ TEST(TopkTransform512, SpecCanonicalExamplesPadded) {
 
 // §5.6 page transform: page_size 64, page_table [5, 7, 2]; raw 3 -> 323, 64 -> 448, 130 -> 130,
 // −1 -> −1 (a short row L = 131 gives raw = identity, so every one of these raws occurs).
-TEST(TopkTransform512, SpecPageTransformExample) {
+DSV4CPU_RUN_TEST(TopkTransform512, SpecPageTransformExample, "topk_transform_512") {
   testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
     std::vector<float> scores(200, 0.0f);
     const std::vector<int64_t> seq_lens = {131}, page_table = {5, 7, 2, -1};
@@ -94,7 +94,7 @@ TEST(TopkTransform512, SpecPageTransformExample) {
 
 // §5.2: rows with L <= 512 are identity rows in both modes; scores are not read (NaN here), and
 // columns past 512 keep their content.
-TEST(TopkTransform512, ShortRowsAreIdentity) {
+DSV4CPU_RUN_TEST(TopkTransform512, ShortRowsAreIdentity, "topk_transform_512") {
   const int64_t B = 4, S = 600, W = 520;
   const std::vector<float> scores(B * S, kNaN);
   const std::vector<int32_t> seq_lens = {0, 1, 511, 512};
@@ -179,10 +179,10 @@ void check_canonical_against_sort(const char* op, int64_t K, uint64_t seed) {
   });
 }
 
-TEST(TopkTransform512, CanonicalAgainstFullSort) {
+DSV4CPU_RUN_TEST(TopkTransform512, CanonicalAgainstFullSort, "topk_transform_512") {
   check_canonical_against_sort("topk_transform_512", 512, 11);
 }
-TEST(TopkTransform1024, CanonicalAgainstFullSort) {
+DSV4CPU_RUN_TEST(TopkTransform1024, CanonicalAgainstFullSort, "topk_transform_1024") {
   check_canonical_against_sort("topk_transform_1024", 1024, 12);
 }
 
@@ -208,7 +208,7 @@ std::vector<int32_t> std_heap_select(const std::vector<float>& s, int64_t L) {
   return out;
 }
 
-TEST(TopkTransform512, VllmAgainstStdHeap) {
+DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeap, "topk_transform_512") {
   std::mt19937_64 rng(21);
   constexpr int64_t B = 12, S = 3000;
   std::vector<float> scores;
@@ -290,7 +290,7 @@ TEST(TopkTransform512, ZeroSizeIsNoOp) {
 }
 
 // §6: L_t = (positions[t] + 1) / 4.
-TEST(ShortContextTopk, IdentityRows) {
+DSV4CPU_RUN_TEST(ShortContextTopk, IdentityRows, "short_context_topk") {
   const std::vector<int64_t> positions = {0, 2, 3, 7, 9, 2050};
   const std::vector<int64_t> lens = {0, 0, 1, 2, 2, 512};
   const int64_t T = 6, W = 513;
