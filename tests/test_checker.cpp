@@ -1,7 +1,8 @@
 // The checker's self-test: for every comparison contract of numerics.md §11 as testing/ implements
-// it (contracts.hpp, cache_compare.hpp, oracle.hpp), a table of (expected, got) pairs that must be
-// rejected, one row per way of being wrong, and pairs that must pass exactly at the bound and just
-// inside it. Every value is hand-computed from the spec; each row is its own named test case.
+// it (contracts.hpp, cache_compare.hpp, oracle.hpp, attention.hpp), a table of (expected, got)
+// pairs that must be rejected, one row per way of being wrong, and pairs that must pass exactly at
+// the bound and just inside it. Every value is hand-computed from the spec; each row is its own
+// named test case.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/attention.hpp"
 #include "testing/cache_compare.hpp"
 #include "testing/contracts.hpp"
 #include "testing/oracle.hpp"
@@ -740,6 +742,100 @@ std::vector<Row> band_table() {
   return rows;
 }
 INSTANTIATE_TEST_SUITE_P(BandRule, Contract, ::testing::ValuesIn(band_table()), row_name);
+
+// ---- §11.8 attention tolerance against the reference ----
+
+// Token 0 with a valid entry, token 1 without; one head; n = 0 columns, so 2γ(n + 1) = 2γ(1) is
+// 2^-23·(1 + 2^-24 + ...), just above 2^-23. Accept |o - o_ref| <= 2^-7·|o_ref| +
+// (2^-7 + 8δ + 2γ(1))·M, with M and δ of token 0 given per row.
+AttentionBound bound_of(double M, double delta) {
+  AttentionBound b;
+  b.T = 2;
+  b.H = 1;
+  b.n = 0;
+  b.M = {M, 0};
+  b.delta = {delta, 0};
+  b.empty = {false, true};
+  return b;
+}
+
+std::vector<Row> attention_out_table() {
+  std::vector<Row> rows;
+  // Reference rows: token 0 all 1.0 but dim 1 = +0 and dim 511 = -1.0; token 1 all +0.
+  const auto row = [&](const std::string& n, bool ok, int64_t t, int d, uint16_t ref, uint16_t got,
+                       double M = 1, double delta = 0) {
+    rows.push_back({n, ok, [=] {
+                      std::vector<uint16_t> r(1024, 0x3F80);
+                      r[1] = 0x0000;
+                      r[511] = 0xBF80;
+                      std::fill(r.begin() + 512, r.end(), uint16_t{0});
+                      r[size_t(t * 512 + d)] = ref;
+                      std::vector<uint16_t> g = r;
+                      g[size_t(t * 512 + d)] = got;
+                      const AttentionBound b = bound_of(M, delta);
+                      return verdict(attention_out_violation(b, g.data(), r.data()));
+                    }});
+  };
+  // M = 1, δ = 0: at o_ref = 1 the bound is 2^-6 + 2γ(1). bf16 steps: 2^-7 above 1, 2^-8 below.
+  row("identical", true, 0, 0, 0x3F80, 0x3F80);
+  row("at_bound_above_first", true, 0, 0, 0x3F80, 0x3F82);    // 1 + 2^-6
+  row("past_bound_above_first", false, 0, 0, 0x3F80, 0x3F83);  // 1 + 3·2^-7
+  row("at_bound_below_first", true, 0, 0, 0x3F80, 0x3F7C);    // 1 - 2^-6
+  row("past_bound_below_first", false, 0, 0, 0x3F80, 0x3F7B);  // 1 - 5·2^-8
+  row("at_bound_negative_last", true, 0, 511, 0xBF80, 0xBF82);
+  row("past_bound_negative_last", false, 0, 511, 0xBF80, 0xBF83);
+  // At o_ref = 0 only the M term is left: 2^-7 + 2γ(1).
+  row("at_bound_zero_reference", true, 0, 1, 0x0000, 0x3C00);     // 2^-7
+  row("past_bound_zero_reference", false, 0, 1, 0x0000, 0x3C01);  // 2^-7 + 2^-15
+  // M = 2: 2^-7 + (2^-7 + 2γ(1))·2 = 3·2^-7 + 4γ(1).
+  row("at_bound_M_2", true, 0, 0, 0x3F80, 0x3F83, 2);
+  row("past_bound_M_2", false, 0, 0, 0x3F80, 0x3F84, 2);
+  // δ = 2^-9: 8δ = 2^-6, the bound 2^-5 + 2γ(1).
+  row("at_bound_delta", true, 0, 0, 0x3F80, 0x3F84, 1, 0x1p-9);
+  row("past_bound_delta", false, 0, 0, 0x3F80, 0x3F85, 1, 0x1p-9);
+  row("want_number_got_nan", false, 0, 0, 0x3F80, 0x7FC0);
+  row("want_nan_got_number", false, 0, 511, 0x7FC0, 0xBF80);
+  row("want_number_got_inf", false, 0, 511, 0xBF80, 0xFF80);
+  row("nan_rows_identical", true, 0, 5, 0x7FC0, 0x7FC0);
+  // A token without a valid entry: +0 rows exactly.
+  row("empty_token_minus_zero_first", false, 1, 0, 0x0000, 0x8000);
+  row("empty_token_minus_zero_last", false, 1, 511, 0x0000, 0x8000);
+  row("empty_token_smallest_subnormal", false, 1, 511, 0x0000, 0x0001);
+  return rows;
+}
+INSTANTIATE_TEST_SUITE_P(AttentionOut, Contract, ::testing::ValuesIn(attention_out_table()),
+                         row_name);
+
+std::vector<Row> attention_lse_table() {
+  std::vector<Row> rows;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  // lse of token 0 (reference 1.0 unless given) and of token 1 (no valid entry: +inf).
+  const auto row = [&](const std::string& n, bool ok, int64_t t, float ref, float got) {
+    rows.push_back({n, ok, [=] {
+                      float r[2] = {1.0f, inf};
+                      r[t] = ref;
+                      float g[2] = {r[0], r[1]};
+                      g[t] = got;
+                      return verdict(attention_lse_violation(bound_of(1, 0), g, r));
+                    }});
+  };
+  // δ = 0: the bound at lse_ref = 1 is 2^-20 + 2γ(1), just above 2^-20 + 2^-23.
+  row("identical", true, 0, 1.0f, 1.0f);
+  row("at_bound_above", true, 0, 1.0f, 1.0f + 0x1p-20f + 0x1p-23f);
+  row("past_bound_above", false, 0, 1.0f, 1.0f + 0x1p-20f + 0x1p-22f);
+  row("at_bound_below", true, 0, 1.0f, 1.0f - 0x1p-20f - 0x1p-23f);
+  row("past_bound_below", false, 0, 1.0f, 1.0f - 0x1p-20f - 0x1p-23f - 0x1p-24f);
+  row("want_number_got_nan", false, 0, 1.0f, nan);
+  row("want_nan_got_number", false, 0, nan, 1.0f);
+  row("want_number_got_inf", false, 0, 1.0f, inf);
+  row("nan_and_nan", true, 0, nan, -nan);
+  row("empty_token_inf", true, 1, inf, inf);
+  row("empty_token_number", false, 1, inf, 1.0f);
+  row("empty_token_nan", false, 1, inf, nan);
+  return rows;
+}
+INSTANTIATE_TEST_SUITE_P(AttentionLse, Contract, ::testing::ValuesIn(attention_lse_table()),
+                         row_name);
 
 }  // namespace
 }  // namespace dsv4cpu::testing
