@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "test_attention_util.hpp"
 #include "testing/attention.hpp"
 #include "testing/cache_compare.hpp"
 #include "testing/contracts.hpp"
@@ -836,6 +837,29 @@ std::vector<Row> attention_lse_table() {
 }
 INSTANTIATE_TEST_SUITE_P(AttentionLse, Contract, ::testing::ValuesIn(attention_lse_table()),
                          row_name);
+
+// The terms of §11.8 from the inputs, by hand. Token 0 sees window entry 0 (every value 1.0) and
+// compressed entry 0 (NoPE 2.0·2^1 = 4.0, RoPE -3.0); token 1 sees nothing. q = 1.0 everywhere,
+// scale 2^-4: Σ|q|·|K| is 512 and 448·4 + 64·3 = 1984, the scores 32 and 2^-4·(1792 - 192) = 100.
+TEST(CheckerOracle, AttentionBoundTermsByHand) {
+  test::MlaPages window(1, 2), compressed(1, 2);
+  window.put_uniform(0, 0x38, 127, 0x3F80);
+  compressed.put_uniform(0, 0x40, 128, 0xC040);
+  test::AttentionCase c(2, 1, std::move(window), 1, std::move(compressed), 1);
+  std::fill_n(c.q_row(0, 0), 512, uint16_t{0x3F80});
+  c.scale = 0x1p-4f;
+  c.wslot(0, 0) = 0;
+  c.cslot(0, 0) = 0;
+  const AttentionBound b = attention_bound(c.inputs());
+  EXPECT_EQ(b.n, 2);  // Nw + Nc, the columns, valid or not
+  EXPECT_EQ(b.M, (std::vector<double>{4, 0}));
+  EXPECT_EQ(b.empty, (std::vector<bool>{false, true}));
+  ASSERT_EQ(b.delta.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.delta[0], gamma(512) * 0x1p-4 * 1984 + 0x1p-22 * 100);
+  // out: 2^-7·|o_ref| + (2^-7 + 8δ + 2γ(3))·M; lse: 2^-20·|lse_ref| + 2δ + 2γ(3).
+  EXPECT_DOUBLE_EQ(b.out_bound(0, 0, -2.0), 0x1p-6 + (0x1p-7 + 8 * b.delta[0] + 2 * gamma(3)) * 4);
+  EXPECT_DOUBLE_EQ(b.lse_bound(0, 0, -8.0), 0x1p-17 + 2 * b.delta[0] + 2 * gamma(3));
+}
 
 }  // namespace
 }  // namespace dsv4cpu::testing
