@@ -248,9 +248,9 @@ struct MlaCache {
   ArrayRef view() const { return {DType::U8, {2, kStride}, bytes.data()}; }
 };
 
-Verdict compare_mla(const MlaCache& got, const MlaCache& want) {
+Verdict compare_mla(const MlaCache& got, const MlaCache& want, const Tolerance& tol) {
   return compare_compressed_cache("kv_cache", got.view(), want.view(), EntryLayout::fp8_ds_mla,
-                                  MlaCache::P, {1, 2}, Tolerance{});
+                                  MlaCache::P, {1, 2}, tol);
 }
 
 // The first written slot's first tile / RoPE value / code, or the last slot's last one.
@@ -261,20 +261,25 @@ int rope_of(At at) { return at == At::first ? 0 : 63; }
 std::vector<Row> mla_table() {
   std::vector<Row> rows;
   const auto both = [&](const std::string& n, bool ok,
-                        std::function<void(MlaCache& want, MlaCache& got, At at)> edit) {
+                        std::function<void(MlaCache& want, MlaCache& got, At at)> edit,
+                        Tolerance tol = {}) {
     for (At at : {At::first, At::last})
       rows.push_back({n + suffix(at), ok, [=] {
                         MlaCache want, got;
                         edit(want, got, at);
-                        return compare_mla(got, want);
+                        return compare_mla(got, want, tol);
                       }});
   };
   // §11.3 on the RoPE bf16 values: ord16, within 1 ulp; two NaNs match, NaN never a number.
-  const auto rope = [&](const std::string& n, bool ok, uint16_t want, uint16_t got) {
-    both("rope_" + n, ok, [=](MlaCache& w, MlaCache& g, At at) {
-      w.set_rope(slot_of(at), rope_of(at), want);
-      g.set_rope(slot_of(at), rope_of(at), got);
-    });
+  const auto rope = [&](const std::string& n, bool ok, uint16_t want, uint16_t got,
+                        Tolerance tol = {}) {
+    both(
+        "rope_" + n, ok,
+        [=](MlaCache& w, MlaCache& g, At at) {
+          w.set_rope(slot_of(at), rope_of(at), want);
+          g.set_rope(slot_of(at), rope_of(at), got);
+        },
+        tol);
   };
   rope("want_one_got_nan", false, 0x3F80, 0x7FC0);
   rope("want_nan_got_one", false, 0x7FC0, 0x3F80);
@@ -289,13 +294,22 @@ std::vector<Row> mla_table() {
   rope("one_ulp_up", true, 0x3F80, 0x3F81);
   rope("one_ulp_down", true, 0x3F80, 0x3F7F);
   rope("nan_of_other_sign", true, 0x7FC0, 0xFFC1);
+  Tolerance two_ulps;  // fixture metadata `compare=bf16_ulp=2` (fixtures.md)
+  two_ulps.bf16_ulp = 2;
+  rope("two_ulps_allowed", true, 0x3F80, 0x3F82, two_ulps);
+  rope("three_ulps_with_two_allowed", false, 0x3F80, 0x3F83, two_ulps);
+  rope("nan_with_two_ulps_allowed", false, 0x3F80, 0x7FC0, two_ulps);
   // §11.5 rule 1 (equal scale bytes): codes within 1 step; a NaN code matches only itself.
-  const auto code = [&](const std::string& n, bool ok, uint8_t want, uint8_t got) {
-    both("nope_" + n, ok, [=](MlaCache& w, MlaCache& g, At at) {
-      const int d = at == At::first ? 0 : 447;
-      w.code(slot_of(at), d) = want;
-      g.code(slot_of(at), d) = got;
-    });
+  const auto code = [&](const std::string& n, bool ok, uint8_t want, uint8_t got,
+                        Tolerance tol = {}) {
+    both(
+        "nope_" + n, ok,
+        [=](MlaCache& w, MlaCache& g, At at) {
+          const int d = at == At::first ? 0 : 447;
+          w.code(slot_of(at), d) = want;
+          g.code(slot_of(at), d) = got;
+        },
+        tol);
   };
   code("want_number_got_nan", false, 0x78, 0x7F);
   code("want_nan_got_number", false, 0x7F, 0x78);
@@ -305,13 +319,20 @@ std::vector<Row> mla_table() {
   code("one_step_up", true, 0x78, 0x79);
   code("one_step_down", true, 0x78, 0x77);
   code("one_step_across_zero", true, 0x80, 0x00);
+  Tolerance two_steps;  // `compare=fp8_step=2`
+  two_steps.fp8_step = 2;
+  code("two_steps_allowed", true, 0x78, 0x7A, two_steps);
+  code("three_steps_with_two_allowed", false, 0x78, 0x75, two_steps);
   // §11.4: UE8M0 bytes at most 1 apart; byte 255 is NaN (§1) and matches no number.
   const auto scale = [&](const std::string& n, bool ok, uint8_t want_byte, uint8_t got_byte,
-                         uint8_t want_code, uint8_t got_code) {
-    both("scale_" + n, ok, [=](MlaCache& w, MlaCache& g, At at) {
-      w.set_tile(slot_of(at), tile_of(at), want_code, want_byte);
-      g.set_tile(slot_of(at), tile_of(at), got_code, got_byte);
-    });
+                         uint8_t want_code, uint8_t got_code, Tolerance tol = {}) {
+    both(
+        "scale_" + n, ok,
+        [=](MlaCache& w, MlaCache& g, At at) {
+          w.set_tile(slot_of(at), tile_of(at), want_code, want_byte);
+          g.set_tile(slot_of(at), tile_of(at), got_code, got_byte);
+        },
+        tol);
   };
   scale("two_bytes_apart_same_values", false, 0x77, 0x79, 0x78, 0x68);  // 1.0 as 64·2^-6
   scale("two_bytes_apart_zero_codes", false, 0x77, 0x75, 0x00, 0x00);
@@ -322,6 +343,12 @@ std::vector<Row> mla_table() {
   scale("one_byte_apart_same_values", true, 0x78, 0x77, 0x70, 0x78);  // 1.0 = 128·2^-7 = 256·2^-8
   scale("one_byte_apart_zero_codes", true, 0x77, 0x78, 0x00, 0x00);
   scale("both_255_codes_one_step", true, 255, 255, 0x78, 0x79);
+  Tolerance equal_scales, two_scale_steps;  // `compare=scale_step=0`, `compare=scale_step=2`
+  equal_scales.scale_step = 0;
+  two_scale_steps.scale_step = 2;
+  scale("one_byte_apart_with_none_allowed", false, 0x78, 0x77, 0x70, 0x78, equal_scales);
+  scale("two_bytes_apart_with_two_allowed", true, 0x77, 0x79, 0x78, 0x68, two_scale_steps);
+  scale("three_bytes_apart_with_two_allowed", false, 0x77, 0x7A, 0x78, 0x60, two_scale_steps);
   // §11.5 rule 2: got scale 2^-8 (byte 0x77), want 2^-7 (byte 0x78). The tolerance is
   // S·2^(max(floor(log2(v*/S)), -6) - 3) with S = 2^-7: 0.125 for v* in [1, 2), 0.0625 in
   // [0.5, 1), S·2^-9 = 2^-16 in the subnormal range.
