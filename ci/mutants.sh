@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Mutation testing: each patch of ci/mutants/ plants one plausible bug in an optimized variant (or a
-# validation scan). For every patch (or those whose file name contains PATTERN) this script applies
-# it to a scratch copy of the tree, rebuilds what the patch touches (ninja, the test binaries of the
-# patch's family and dsv4cpu-verify), runs that family's unit and property tests and the conformance
-# fixtures with --impl all, records the mutant as killed (a check failed) or survived, and restores
-# the file. It prints one line per mutant, a table per family and `N killed, N survived`; it exits
+# validation scan, or the comparison contracts of testing/). For every patch (or those whose file
+# name contains PATTERN) this script applies it to a scratch copy of the tree, rebuilds what the
+# patch touches (ninja, the test binaries of the patch's family and dsv4cpu-verify), runs that
+# family's unit and property tests and the conformance fixtures with --impl all, records the mutant
+# as killed (a check failed) or survived, and restores the file. It prints one line per mutant, a table per family and `N killed, N survived`; it exits
 # non-zero when a mutant survives, a patch no longer applies or a mutant does not build.
 #
 #   ci/mutants.sh [PATTERN]      e.g. ci/mutants.sh logits, ci/mutants.sh 17-
@@ -38,6 +38,7 @@ family_targets() {
     numerics) echo prop_numerics_hwy test_numerics_fma ;;
     checks) echo test_check_scans test_hostile_inputs test_compressor_bad_input \
                  test_indexer_bad_input test_metadata_bad_input test_attention_bad_input ;;
+    checker) echo test_checker test_contracts test_oracle ;;
     *) return 1 ;;
   esac
 }

@@ -259,9 +259,10 @@ bool quant_block_ok(const uint8_t* a, const uint8_t* b, int n, double sa, double
   const auto& dec = fp8_table();
   const double S = std::max(sa, sb);
   for (int k = 0; k < n; ++k) {
-    if (fp8_is_nan(a[k]) || fp8_is_nan(b[k])) {
-      if (fp8_is_nan(a[k]) && fp8_is_nan(b[k])) continue;
-      *why = "code " + std::to_string(k) + ": NaN against a number";
+    if (fp8_is_nan(a[k]) || fp8_is_nan(b[k])) {  // §11.2: a NaN code matches only itself
+      if (a[k] == b[k]) continue;
+      *why = "code " + std::to_string(k) + ": " + hex(a[k], 2) + " against " + hex(b[k], 2) +
+             " (a NaN code matches only the identical byte)";
       return false;
     }
     const double va = dec[a[k]] * sa, vb = dec[b[k]] * sb;

@@ -105,13 +105,20 @@ std::string band_rule_violation(const int32_t* sel, int64_t K, const ExactLogits
     if (chosen[static_cast<size_t>(v)])
       return "entry " + std::to_string(k) + " = " + std::to_string(v) + " selected twice";
     chosen[static_cast<size_t>(v)] = 1;
-    if (weakest < 0 || upper(v) < upper(weakest)) weakest = v;
+    if (weakest < 0 || upper(v) < upper(weakest) || (upper(v) == upper(weakest) && v > weakest))
+      weakest = v;
   }
-  int64_t strongest = -1;  // the unselected key with the greatest lower value
+  // vllm mode: a row with a NaN score is checked for distinct in-range entries only.
+  if (!canonical && std::find(ex.nan.begin(), ex.nan.end(), true) != ex.nan.end()) return "";
+  int64_t strongest = -1;  // the unselected key with the greatest lower value (least index)
   for (int64_t j = 0; j < L; ++j)
     if (!chosen[static_cast<size_t>(j)] && (strongest < 0 || lower(j) > lower(strongest)))
       strongest = j;
-  if (strongest >= 0 && upper(weakest) < lower(strongest))
+  // NaN keys tie by index: a selected NaN key ranks below every unselected one of lower index.
+  const bool ranked = weakest >= 0 && strongest >= 0;
+  const bool nan_out_of_order =
+      ranked && ex.nan[size_t(weakest)] && ex.nan[size_t(strongest)] && strongest < weakest;
+  if (ranked && (upper(weakest) < lower(strongest) || nan_out_of_order))
     return "selected " + std::to_string(weakest) + " (X+B = " + fmt("%.9g", upper(weakest)) +
            ") ranks below unselected " + std::to_string(strongest) +
            " (X-B = " + fmt("%.9g", lower(strongest)) + ")";
@@ -147,8 +154,12 @@ Verdict compare_logits(const std::vector<ExactLogits>& rows, const float* got, c
           return {false, at + values() + " (past the row length " + std::to_string(L) + ")"};
         continue;
       }
-      if (std::isnan(a) || std::isnan(b)) {
-        if (!(std::isnan(a) && std::isnan(b))) return {false, at + values()};
+      // NaN exactly at the NaN keys, in both (§11.6).
+      if (row.nan[static_cast<size_t>(j)] || std::isnan(a) || std::isnan(b)) {
+        if (!(std::isnan(a) && std::isnan(b) && row.nan[static_cast<size_t>(j)]))
+          return {false, at + values() + (row.nan[static_cast<size_t>(j)]
+                                              ? " (a NaN key: NaN in both)"
+                                              : " (no NaN key: a number in both)")};
         continue;
       }
       if (std::isinf(a) || std::isinf(b)) {

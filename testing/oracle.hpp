@@ -37,15 +37,17 @@ std::string logits_violation(const float* row, int64_t S, const ExactLogits& ex)
 
 // §11.7 for K selected indices `sel` of a row of L = ex.size() > K keys, with the bound
 // factor · B: every selected key's upper = X + factor·B is >= every unselected key's
-// lower = X - factor·B (a NaN logit counts as -inf with bound 0), no index twice or out of
-// range; `canonical` adds the order rule (each key's upper >= the next one's lower, NaN keys by
-// index). "" when accepted, else why.
+// lower = X - factor·B (a NaN logit counts as -inf with bound 0, NaN keys tie by index: a selected
+// one ranks below every unselected one of lower index), no index twice or out of range;
+// `canonical` adds the order rule (each key's upper >= the next one's lower, NaN keys by index);
+// without it (vllm) a row holding a NaN logit is checked for distinct in-range entries only.
+// "" when accepted, else why.
 std::string band_rule_violation(const int32_t* sel, int64_t K, const ExactLogits& ex, double factor,
                                 bool canonical);
 
 // Two computations of the same logits (F32 [rows, S], e.g. the library's and a fixture's) within
-// factor · B of each other for j < L (the exact row says L), -inf in both from L on, NaN and
-// infinities in the same places.
+// factor · B of each other for j < L (the exact row says L), -inf in both from L on, NaN in both
+// exactly at the NaN keys, infinities in the same places.
 Verdict compare_logits(const std::vector<ExactLogits>& rows, const float* got, const float* want,
                        int64_t S, double factor);
 

@@ -189,7 +189,7 @@ TEST(Oracle, BandRuleNaNScoresRankLastByIndex) {
   EXPECT_TRUE(contains(r.violation(true), "order"));
   std::swap(r.sel[500], r.sel[501]);
   r.sel[0] = 50;  // a NaN chosen over the number at index 100
-  EXPECT_FALSE(r.violation(false).empty());
+  EXPECT_FALSE(r.violation(true).empty());
 }
 
 }  // namespace
