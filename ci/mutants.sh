@@ -96,7 +96,8 @@ family_regex() {
       names="$names $("$exe" --gtest_list_tests |
         awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | sed 's/\./\\./g')"
     done
-    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))\$"
+    # A value-parameterized test's ctest name goes on with "  # GetParam() = <value>".
+    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))( +#.*)?\$"
   fi
   echo "${regex_of[$1]}"
 }
