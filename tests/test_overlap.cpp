@@ -63,11 +63,13 @@ size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 // A shift of about n / 2 bytes that keeps the written array on its element size when it can.
 size_t half(size_t n, size_t ew) { return n / 2 / ew * ew > 0 ? n / 2 / ew * ew : n / 2; }
 
-// The other array starts at `G` (aligned, room for the written array before it) or ends at an
-// aligned `H`; offsets that keep both arrays on their element size wherever the placement allows.
+// The other array's first byte: aligned, with room for the written array before it; or, for the
+// placements at its end, such that its end is aligned. The written array then lies on its element
+// size in every placement that shares no byte (and in most of the others).
 size_t start(const Sizes& s) { return round_up(s.w, kGap) + 2 * kGap; }
 size_t end_aligned_start(const Sizes& s) { return start(s) + round_up(s.o, kGap) - s.o; }
 
+// A relative placement of the written array and the other; nullopt when their sizes exclude it.
 struct Placement {
   const char* name;
   bool overlaps;
@@ -160,7 +162,7 @@ struct Outcome {
   std::string kind, argument, message;
 };
 
-std::vector<uint8_t> bytes_of(const TensorView& v) {
+std::vector<uint8_t> content(const TensorView& v) {
   const auto* p = static_cast<const uint8_t*>(v.data());
   return std::vector<uint8_t>(p, p + v.numel() * static_cast<int64_t>(dtype_size(v.dtype())));
 }
@@ -215,7 +217,7 @@ std::vector<Sample> samples(const std::string& op) {
     const Outcome o = call(c, s, ref, [&](ArgRole role, const std::string& n,
                                           const MutableTensorView& v) {
       if (v.present()) {
-        s.arrays.push_back(Array{n, role, v.dtype(), {}, bytes_of(v)});
+        s.arrays.push_back(Array{n, role, v.dtype(), {}, content(v)});
         for (int d = 0; d < v.rank(); ++d) s.arrays.back().shape.push_back(v.size(d));
         s.bytes += s.arrays.back().before.size();
       }
@@ -269,31 +271,37 @@ MutableTensorView view_at(uint8_t* buffer, const Array& a, const Spot& p) {
                            strides.data());
 }
 
-// The bytes of `a`'s elements at `p` (its dim-0 slices one after the other).
+// The bytes of `a` at `p`: `count` runs of `bytes`, `stride` apart (its dim-0 slices when strided).
+struct Runs {
+  size_t count, bytes, stride;
+};
+Runs runs_of(const Array& a, const Spot& p) {
+  if (p.row_stride == 0) return {1, a.before.size(), a.before.size()};
+  const auto rows = static_cast<size_t>(a.shape[0]);
+  return {rows, a.before.size() / rows, p.row_stride};
+}
+
+// `a`'s elements at `p`, one run after the other.
 std::vector<uint8_t> read_at(const std::vector<uint8_t>& buffer, const Array& a, const Spot& p) {
-  if (p.row_stride == 0)
-    return {buffer.begin() + static_cast<ptrdiff_t>(p.lo),
-            buffer.begin() + static_cast<ptrdiff_t>(p.lo + a.before.size())};
-  const size_t rows = static_cast<size_t>(a.shape[0]), row = a.before.size() / rows;
+  const Runs r = runs_of(a, p);
   std::vector<uint8_t> out;
-  for (size_t r = 0; r < rows; ++r) {
-    const auto first = buffer.begin() + static_cast<ptrdiff_t>(p.lo + r * p.row_stride);
-    out.insert(out.end(), first, first + static_cast<ptrdiff_t>(row));
+  for (size_t i = 0; i < r.count; ++i) {
+    const auto first = buffer.begin() + static_cast<ptrdiff_t>(p.lo + i * r.stride);
+    out.insert(out.end(), first, first + static_cast<ptrdiff_t>(r.bytes));
   }
   return out;
 }
 
 void write_at(std::vector<uint8_t>& buffer, const Array& a, const Spot& p) {
-  const size_t rows = p.row_stride == 0 ? 1 : static_cast<size_t>(a.shape[0]);
-  const size_t row = a.before.size() / rows, stride = p.row_stride == 0 ? row : p.row_stride;
-  for (size_t r = 0; r < rows; ++r)
-    std::memcpy(buffer.data() + p.lo + r * stride, a.before.data() + r * row, row);
+  const Runs r = runs_of(a, p);
+  for (size_t i = 0; i < r.count; ++i)
+    std::memcpy(buffer.data() + p.lo + i * r.stride, a.before.data() + i * r.bytes, r.bytes);
 }
 
+// The bytes from `a`'s first to past its last at `p`.
 size_t extent(const Array& a, const Spot& p) {
-  if (p.row_stride == 0) return a.before.size();
-  const size_t rows = static_cast<size_t>(a.shape[0]);
-  return (rows - 1) * p.row_stride + a.before.size() / rows;
+  const Runs r = runs_of(a, p);
+  return (r.count - 1) * r.stride + r.bytes;
 }
 
 // The argument named and the message (bad-input.md §2) of the pair's error: core/check.cpp's
