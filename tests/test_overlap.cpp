@@ -9,8 +9,9 @@
 // adapters (tools/verify/ops.cpp) with the two arrays moved by a relocation of the Case.
 //
 // Pairs that may alias, and so are not placed: two inputs (spec README, "Arrays": only outputs
-// may not overlap an input; options.hpp: "Inputs may overlap each other"), and the in-place buffer
-// with itself (bad-input.md §3, "other than the in-place buffer itself").
+// may not overlap an input; options.hpp: "Inputs may overlap each other"; one array passed as two
+// inputs: Overlap.InputsMayBeOneArray), and the in-place buffer with itself (bad-input.md §3,
+// "other than the in-place buffer itself").
 //
 // The rule is on byte extents, [lowest byte, past the highest byte) of each view ("address
 // range", bad-input.md §3): two strided views whose rows interleave overlap even when no element
@@ -30,6 +31,7 @@
 
 #include "core/check.hpp"
 #include "dsv4cpu/errors.hpp"
+#include "dsv4cpu/metadata.hpp"
 #include "dsv4cpu/options.hpp"
 #include "testing/gtest.hpp"
 #include "tools/verify/fixture.hpp"
@@ -461,6 +463,21 @@ TEST(Overlap, InterleavedRows) {
       check_placement(t.op, run, pair, "strided rows apart", false, apart, unplaced);
     });
   }
+}
+
+// Two inputs may be one array (options.hpp, "Aliasing"): slot_mapping (metadata.md §3) with
+// positions and token_to_req both [0, 1, 2], token t of request t at position t:
+// slot[t] = bt[t][t / 4]·4 + t % 4 = 7·4 + 0, 8·4 + 1, 9·4 + 2.
+TEST(Overlap, InputsMayBeOneArray) {
+  const std::vector<int64_t> positions = {0, 1, 2}, table = {7, 8, 9};
+  const TensorView pos(positions.data(), DType::I64, {3});
+  const TensorView bt(table.data(), DType::I64, {3, 1});
+  testing::for_each_run("slot_mapping", [&](const testing::Run& run) {
+    std::vector<int64_t> slots(3, -5);
+    slot_mapping(pos, pos, bt, 4, MutableTensorView(slots.data(), DType::I64, {3}),
+                 run.options());
+    EXPECT_EQ(slots, (std::vector<int64_t>{28, 33, 38})) << run.label();
+  });
 }
 
 // The two checks of core/check.cpp on their own, every placement with the output and the input
