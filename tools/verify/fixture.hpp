@@ -61,8 +61,9 @@ class Case {
   // ---- arrays ----
   // Where the op's views point: by default at the case's own copies. A relocation gets every
   // view input(), inout() and output() hand out, with its role and name, and returns the view the
-  // op is given instead (same dtype and shape, holding the same bytes, at memory the caller owns
-  // and checks: the case's checks and results keep reading its own copies).
+  // op is given instead: same dtype, shape and elements, at memory (and strides) the caller owns
+  // and checks, since the case's checks and results keep reading its own copies (the overlap
+  // test places arrays this way).
   enum class Role : uint8_t { input, inplace, output };
   using Relocation = std::function<MutableTensorView(Role role, const std::string& name,
                                                      const MutableTensorView& view)>;
