@@ -36,7 +36,7 @@ family_targets() {
                     test_inverse_gptj_rope_o_proj ;;
     insert) echo prop_attention test_attention_insert ;;
     numerics) echo prop_numerics_hwy test_numerics_fma ;;
-    checks) echo test_check_scans test_hostile_inputs test_compressor_bad_input \
+    checks) echo test_check_scans test_hostile_inputs test_compressor_bad_input test_overlap \
                  test_indexer_bad_input test_metadata_bad_input test_attention_bad_input ;;
     checker) echo test_checker test_contracts test_oracle ;;
     *) return 1 ;;
@@ -97,7 +97,8 @@ family_regex() {
       names="$names $("$exe" --gtest_list_tests |
         awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | sed 's/[.+]/\\&/g')"
     done
-    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))\$"
+    # A value-parameterized test's ctest name goes on with "  # GetParam() = <value>".
+    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))( +#.*)?\$"
   fi
   echo "${regex_of[$1]}"
 }

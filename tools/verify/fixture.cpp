@@ -92,7 +92,11 @@ TensorView Case::input(const std::string& name) {
   if (t == nullptr) return TensorView();
   auto it = inputs_.find(name);
   if (it == inputs_.end()) it = inputs_.emplace(name, t->bytes).first;
-  return make_view(name, it->second.data(), t->dtype, t->shape);
+  return placed(Role::input, name, make_view(name, it->second.data(), t->dtype, t->shape));
+}
+
+MutableTensorView Case::placed(Role role, const std::string& name, const MutableTensorView& v) {
+  return relocation_ ? relocation_(role, name, v) : v;
 }
 
 Case::Buffer& Case::add_buffer(const std::string& name, Kind kind, DType dtype,
@@ -109,7 +113,7 @@ MutableTensorView Case::inout(const std::string& name, Comparator cmp) {
   Buffer& b = add_buffer(name, Kind::inplace, t->dtype, t->shape, std::move(cmp));
   b.before = t->bytes;
   b.bytes = t->bytes;
-  return make_view(name, b.bytes.data(), b.dtype, b.shape);
+  return placed(Role::inplace, name, make_view(name, b.bytes.data(), b.dtype, b.shape));
 }
 
 MutableTensorView Case::output(const std::string& name, DType dtype,
@@ -128,7 +132,7 @@ MutableTensorView Case::output(const std::string& name, DType dtype,
   b.bytes = Bytes(static_cast<size_t>(bytes));
   std::fill_n(b.bytes.data(), b.bytes.size(), kGarbageByte);
   b.before = b.bytes;
-  return make_view(name, b.bytes.data(), b.dtype, b.shape);
+  return placed(Role::output, name, make_view(name, b.bytes.data(), b.dtype, b.shape));
 }
 
 void Case::result(const std::string& name, DType dtype, const std::vector<int64_t>& shape,

@@ -59,6 +59,16 @@ class Case {
   Case& operator=(const Case&) = delete;
 
   // ---- arrays ----
+  // Where the op's views point: by default at the case's own copies. A relocation gets every
+  // view input(), inout() and output() hand out, with its role and name, and returns the view the
+  // op is given instead: same dtype, shape and elements, at memory (and strides) the caller owns
+  // and checks, since the case's checks and results keep reading its own copies (the overlap
+  // test places arrays this way).
+  enum class Role : uint8_t { input, inplace, output };
+  using Relocation = std::function<MutableTensorView(Role role, const std::string& name,
+                                                     const MutableTensorView& view)>;
+  void relocate(Relocation r) { relocation_ = std::move(r); }
+
   // The input tensor `name` (never an expected.* one), or nullptr.
   const Tensor* tensor(const std::string& name) const;
   const Tensor* expected(const std::string& name) const;  // expected.<name>, or nullptr
@@ -123,12 +133,15 @@ class Case {
   const std::string* scalar(const std::string& name);  // marks the key used; nullptr if absent
   // The scalar's text; nullptr when absent with a default; FixtureError when absent without one.
   const std::string* lookup(const std::string& name, bool has_default);
+  // The view handed to the op: `v`, or where the relocation puts it.
+  MutableTensorView placed(Role role, const std::string& name, const MutableTensorView& v);
 
   const SafetensorsFile& file_;
   std::map<std::string, Bytes> inputs_;
   std::deque<Buffer> buffers_;  // stable addresses for the views handed to the op
   std::set<std::string> used_;
   int64_t output_limit_ = 0;
+  Relocation relocation_;
 };
 
 // A view of `bytes` with `dtype` and `shape` (rank <= 4, else FixtureError naming `name`).
