@@ -424,6 +424,11 @@ const testing::Plan kInsertRuns{false, std::nullopt, true, {1, 2, 8}};
 const bool kInsert = register_property("FusedQnormRopeKvInsert", "EqualsReference",
                                        "fused_qnorm_rope_kv_insert", kInsertRuns,
                                        insert_property);
+// The split of num_threads = 0 from one token, and the sorted repeated-slot search.
+const testing::Plan kInsertGatedRuns{false, std::nullopt, true, {0, 1, 2, 8}};
+const bool kInsertGated = register_gated_property("FusedQnormRopeKvInsert", "EqualsReference",
+                                                  "fused_qnorm_rope_kv_insert", kInsertGatedRuns,
+                                                  insert_property);
 
 // ---- inverse_gptj_rope_o_proj ----
 

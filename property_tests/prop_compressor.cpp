@@ -161,6 +161,10 @@ void save_partial_states_property(const testing::Plan& plan) {
 const bool kSavePartialStates =
     register_property("SavePartialStates", "EqualsReference", "save_partial_states", kOptimized,
                       save_partial_states_property);
+// Streamed rows, written last first (checks on), and the sorted repeated-slot search.
+const bool kSavePartialStatesGated =
+    register_gated_property("SavePartialStates", "EqualsReference", "save_partial_states",
+                            kOptimized, save_partial_states_property);
 
 // ---- map_local_to_global_slots ----
 
@@ -233,6 +237,11 @@ void map_local_to_global_slots_property(const testing::Plan& plan) {
 const bool kMapLocalToGlobalSlots =
     register_property("MapLocalToGlobalSlots", "EqualsReference", "map_local_to_global_slots",
                       kOptimized, map_local_to_global_slots_property);
+// Streamed rows, written last first.
+const bool kMapLocalToGlobalSlotsGated =
+    register_gated_property("MapLocalToGlobalSlots", "EqualsReference",
+                            "map_local_to_global_slots", kOptimized,
+                            map_local_to_global_slots_property);
 
 // ---- pooling (numerics.md §8.4), compared before any rounding to bf16 or fp8 ----
 

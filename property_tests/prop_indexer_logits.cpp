@@ -316,6 +316,9 @@ void indexer_topk_property(const testing::Plan& plan) {
 
 const bool kIndexerTopk = register_property("IndexerTopk", "WithinBandRule", "indexer_topk",
                                             kEveryVariant, indexer_topk_property);
+// Every long row's selection sampled (4 runs), candidate buffers of 8 K that fill.
+const bool kIndexerTopkGated = register_gated_property(
+    "IndexerTopk", "WithinBandRule", "indexer_topk", kEveryVariant, indexer_topk_property);
 
 }  // namespace
 }  // namespace dsv4cpu::prop

@@ -15,6 +15,7 @@
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
 #include "core/parallel.hpp"
+#include "core/thresholds.hpp"
 #include "testing/gtest.hpp"
 #include "testing/runs.hpp"
 
@@ -57,6 +58,21 @@ inline bool register_property(const char* suite, const std::string& what, const 
                             });
   }
   return true;
+}
+
+// Registers `property` a second time, as <suite>.<group><what>AtLowestThresholds: while a case
+// runs, every threshold of core/thresholds.hpp is at its lowest (detail::lowest_thresholds()), so
+// that the small generated cases take the paths of large calls (streamed fills and the rows
+// written last first, the sorted repeated-slot search, sampled top-k rows and a full candidate
+// buffer, scans of one vector step per block, the insert's split with num_threads = 0).
+inline bool register_gated_property(const char* suite, const std::string& what,
+                                    const std::string& op, const testing::Plan& plan,
+                                    const Property& property) {
+  return register_property(suite, what + "AtLowestThresholds", op, plan,
+                           [property](const testing::Plan& p) {
+                             const detail::ScopedThresholds lowest(detail::lowest_thresholds());
+                             property(p);
+                           });
 }
 
 // Success, or the exception a call threw.

@@ -20,7 +20,12 @@ namespace dsv4cpu::testing {
 
 // Set before main: a call with several threads splits whatever its size (the tests' thread-count
 // checks then cover the parallel paths).
-inline const bool kEveryCallSplits = (detail::set_min_bytes_per_thread_for_test(0), true);
+inline const bool kEveryCallSplits = [] {
+  detail::Thresholds t = detail::thresholds();
+  t.min_bytes_per_thread = t.min_copy_bytes_per_thread = 0;
+  detail::g_thresholds = t;
+  return true;
+}();
 
 // Calls body(run) for every run of `op` (testing/runs.hpp), each with its Highway target forced.
 // An absent fixed-ISA variant whose ISA this machine must offer (isa_required) fails the test.
