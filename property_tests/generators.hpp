@@ -257,6 +257,12 @@ inline std::vector<int64_t> page_boundary_indices(int64_t n, int64_t P) {
   return at;
 }
 
+// Where a property places a special value among n > 0 elements: half the time one of `at` (a
+// boundary), else anywhere.
+inline int64_t special_index(std::mt19937_64& rng, const std::vector<int64_t>& at, int64_t n) {
+  return rng() % 2 ? at[rng() % at.size()] : static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+}
+
 // ---- bulk contents ----
 
 // A seed for bulk contents drawn inside a property (large float arrays are not shrunk).

@@ -6,8 +6,10 @@
 //                               in random and in identity order, C128A (Pc = 2) with sets over
 //                               several 128-column blocks; -1 and repeated slots, padded pages,
 //                               head-padded q, sinks with -inf heads, NaN codes, scale bytes 0,
-//                               255 and outside [10, 246], subnormal q and RoPE values (the bf16
-//                               variants then take their fp32 path), both decode modes.
+//                               255 and outside [10, 246] (at random, and at a boundary column of
+//                               a set or a page edge, in the first or last tile at a boundary
+//                               dim), subnormal q and RoPE values (the bf16 variants then take
+//                               their fp32 path), both decode modes.
 //   fused_qnorm_rope_kv_insert  the reference's bytes in q_out and in every cache byte (or the
 //                               same error), both clamp rules and both fp8_subnormals modes, with
 //                               1, 2 and 8 threads; kv padded with garbage rows (T_ins < T_kv),
@@ -73,11 +75,30 @@ struct Values {
   int nonfinite_one_in = 0; // entries with a NaN code, a scale byte 255 or a tile of byte 247
                             // whose codes all overflow: about one in this many (0: none)
   bool subnormals = false;  // some bf16 subnormal RoPE values and q values
+  bool edge_nonfinite = false;  // one entry non-finite at a boundary (attention_property)
 };
 std::ostream& operator<<(std::ostream& os, const Values& v) {
   return os << "Values{q_exp=" << v.q_exp << ", edge_bytes=" << v.edge_bytes
             << ", nonfinite_one_in=" << v.nonfinite_one_in << ", subnormals=" << v.subnormals
-            << "}";
+            << ", edge_nonfinite=" << v.edge_nonfinite << "}";
+}
+
+// Makes entry `slot` non-finite in NoPE tile q: a NaN code at dim d of the tile, its scale byte
+// 255, or scale byte 247 with codes of magnitude >= 256 (2^120 times them: ±inf in both modes).
+void make_non_finite(Pages& c, int64_t slot, int q, int d, std::mt19937_64& rng) {
+  uint8_t* data = c.data(slot);
+  uint8_t* scales = c.scales(slot);
+  switch (rng() % 3) {
+    case 0:  // a NaN code (a +0 tile in vllm mode when its byte is 0)
+      data[q * 64 + d] = (rng() & 1) ? 0x7F : 0xFF;
+      break;
+    case 1:
+      scales[q] = 255;
+      break;
+    default:
+      scales[q] = 247;
+      for (int k = 0; k < 64; ++k) data[q * 64 + k] = static_cast<uint8_t>(0x78 | (rng() & 0x87));
+  }
 }
 
 // Writes a random entry: finite codes, scale bytes around 2^0, RoPE values ~ N(0, 1); the edge
@@ -98,18 +119,8 @@ void put_entry(Pages& c, int64_t slot, const Values& v, std::mt19937_64& rng) {
     std::memcpy(data + 448 + 2 * k, &h, 2);
   }
   if (v.nonfinite_one_in == 0 || rng() % static_cast<uint64_t>(v.nonfinite_one_in) != 0) return;
-  const int q = static_cast<int>(rng() % 7);
-  switch (rng() % 3) {
-    case 0:  // a NaN code (a +0 tile in vllm mode when its byte is 0)
-      data[q * 64 + rng() % 64] = (rng() & 1) ? 0x7F : 0xFF;
-      break;
-    case 1:
-      scales[q] = 255;
-      break;
-    default:  // 2^120 times codes of magnitude >= 256: ±inf in both modes
-      scales[q] = 247;
-      for (int d = 0; d < 64; ++d) data[q * 64 + d] = static_cast<uint8_t>(0x78 | (rng() & 0x87));
-  }
+  const int q = static_cast<int>(rng() % 7), d = static_cast<int>(rng() % 64);
+  make_non_finite(c, slot, q, d, rng);
 }
 
 enum class Layer { swa, c4a_random, c4a_identity, c128a };
@@ -178,6 +189,7 @@ rc::Gen<AttentionCase> gen_attention_case() {
     c.values.edge_bytes = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
     c.values.nonfinite_one_in = *rc::gen::weightedElement<int>({{4, 0}, {1, 2000}, {1, 100}});
     c.values.subnormals = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+    c.values.edge_nonfinite = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
     c.seed = *gen_seed();
     return c;
   });
@@ -216,10 +228,34 @@ void attention_property(const testing::Plan& plan) {
   Pages compressed(c.Pc_pages, c.Pc, c.pad, rng);
   for (int64_t s = 0; s < window.entries(); ++s) put_entry(window, s, c.values, rng);
   for (int64_t s = 0; s < compressed.entries(); ++s) put_entry(compressed, s, c.values, rng);
-  const IndexArray wslots(draw_set(rng, c, c.Nw, window.entries(), false), c.slot_dtype, T, c.Nw,
-                          0, rng());
-  const IndexArray cslots(draw_set(rng, c, c.Nc, compressed.entries(), true), c.slot_dtype, T,
-                          c.Nc, 0, rng());
+  const std::vector<int64_t> wset = draw_set(rng, c, c.Nw, window.entries(), false);
+  const std::vector<int64_t> cset = draw_set(rng, c, c.Nc, compressed.entries(), true);
+  if (c.values.edge_nonfinite && T > 0) {
+    // One entry non-finite in its first or last tile at a boundary dim: the entry a token's set
+    // names at a boundary column (0, the vector widths ±1, 128-column block edges, the last), or
+    // the first or last slot of a page.
+    const bool in_window = c.Nc == 0 || rng() % 2;
+    Pages& pages = in_window ? window : compressed;
+    const int64_t cols = in_window ? c.Nw : c.Nc;
+    const std::vector<int64_t>& set = in_window ? wset : cset;
+    int64_t slot = -1;
+    if (rng() % 2) {
+      if (cols > 0) {
+        const std::vector<int64_t> at = boundary_indices(cols, {128});
+        const auto t = static_cast<int64_t>(rng() % static_cast<uint64_t>(T));
+        slot = set[size_t(t * cols + at[rng() % at.size()])];
+      }
+    } else if (pages.entries() > 0) {
+      const std::vector<int64_t> at = page_boundary_indices(pages.entries(), pages.P);
+      slot = at[rng() % at.size()];
+    }
+    const std::vector<int64_t> dims = boundary_indices(64);
+    if (slot >= 0)
+      make_non_finite(pages, slot, rng() % 2 ? 0 : 6, static_cast<int>(dims[rng() % dims.size()]),
+                      rng);
+  }
+  const IndexArray wslots(wset, c.slot_dtype, T, c.Nw, 0, rng());
+  const IndexArray cslots(cset, c.slot_dtype, T, c.Nc, 0, rng());
   // q: heads >= H hold garbage (NaNs included), outside the view.
   std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(T * c.Hs * 512, 1)));
   fill_garbage(rng, q.data(), q.size() * 2);
