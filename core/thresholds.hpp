@@ -2,7 +2,7 @@
 // fills, the repeated-slot search, the top-k sample, the block of the validation scans, the
 // thread rule of the query insert. Production reads one constant-initialised struct (a load, no
 // cost per call); tests lower the values with ScopedThresholds, so that small generated cases
-// take the paths of large calls (docs/testing.md, "Thresholds").
+// take the paths of large calls (docs/testing.md, "Thresholds and boundaries").
 #pragma once
 #include <cstdint>
 
