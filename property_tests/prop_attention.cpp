@@ -334,6 +334,8 @@ struct InsertCase {
   int q_exp = 0, kv_exp = 0;  // q, kv ~ N(0, 1)·2^exp, kv tiles with a few outliers
   double eps = 1e-6;
   bool overflow = false;      // a table row of huge values: a rotated value overflows
+  int64_t overflow_pair = -1; // -1: every cos of the row huge, else the cos and sin of this pair
+  bool non_finite = false;    // one q or kv value NaN or ±inf
   ScaleClamp clamp = ScaleClamp::cpu;
   Fp8Subnormals subnormals = Fp8Subnormals::exact;
   DType dtype = DType::I64;
@@ -345,7 +347,8 @@ std::ostream& operator<<(std::ostream& os, const InsertCase& c) {
             << ", pages=" << c.pages
             << ", pad=" << c.pad << ", invalid_one_in=" << c.invalid_one_in
             << ", q_exp=" << c.q_exp << ", kv_exp=" << c.kv_exp << ", eps=" << c.eps
-            << ", overflow=" << c.overflow
+            << ", overflow=" << c.overflow << ", overflow_pair=" << c.overflow_pair
+            << ", non_finite=" << c.non_finite
             << ", clamp=" << (c.clamp == ScaleClamp::cpu ? "cpu" : "gpu")
             << ", subnormals=" << (c.subnormals == Fp8Subnormals::exact ? "exact" : "flush")
             << ", " << dtype_name(c.dtype) << ", " << c.seed << "}";
@@ -369,6 +372,12 @@ rc::Gen<InsertCase> gen_insert_case() {
     c.kv_exp = *rc::gen::weightedElement<int>({{4, 0}, {1, -100}, {1, -130}, {1, 60}});
     c.eps = *rc::gen::element(1e-6, 0.0, 1e-30);
     c.overflow = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    // One pair at a boundary of the 32 (the last vector of the row among them) or anywhere.
+    c.overflow_pair = *rc::gen::weightedOneOf<int64_t>(
+        {{2, rc::gen::just<int64_t>(-1)},
+         {1, rc::gen::elementOf(boundary_indices(32))},
+         {1, rc::gen::inRange<int64_t>(0, 32)}});
+    c.non_finite = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
     c.clamp = *rc::gen::element(ScaleClamp::cpu, ScaleClamp::gpu);
     c.subnormals = *rc::gen::element(Fp8Subnormals::exact, Fp8Subnormals::flush);
     c.dtype = *gen_index_dtype();
@@ -377,8 +386,7 @@ rc::Gen<InsertCase> gen_insert_case() {
   });
 }
 
-void insert_property(const testing::Plan& plan) {
-  const InsertCase c = *gen_insert_case();
+void check_insert(const testing::Plan& plan, const InsertCase& c) {
   std::mt19937_64 rng(c.seed.value);
   std::normal_distribution<float> normal;
   std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(c.T * c.Hq * 512, 1)));
@@ -404,8 +412,23 @@ void insert_property(const testing::Plan& plan) {
   std::vector<int64_t> positions;
   for (int64_t t = 0; t < c.T; ++t)
     positions.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.R)));
-  if (c.overflow && c.T > 0)
-    for (int i = 0; i < 32; ++i) table[size_t(positions[rng() % size_t(c.T)] * 64 + i)] = 3e38f;
+  if (c.overflow && c.T > 0) {
+    float* row = &table[size_t(positions[rng() % size_t(c.T)] * 64)];
+    if (c.overflow_pair < 0)
+      for (int i = 0; i < 32; ++i) row[i] = 3e38f;
+    else
+      row[c.overflow_pair] = row[32 + c.overflow_pair] = 3e38f;
+  }
+  if (c.non_finite && c.T_ins > 0) {  // in a row of q or kv, at a boundary dim half the time
+    const std::vector<int64_t> dims = boundary_indices(512, {448});  // 448: the RoPE dims
+    const uint16_t bad = static_cast<uint16_t>(rng() % 2 ? 0x7FC0 : rng() % 2 ? 0x7F80 : 0xFF80);
+    if (rng() % 2 && c.Hq > 0)
+      q[size_t((rng() % static_cast<uint64_t>(c.T * c.Hq)) * 512 + special_index(rng, dims, 512))] =
+          bad;
+    else
+      kv[size_t((rng() % static_cast<uint64_t>(c.T_ins)) * 512 + special_index(rng, dims, 512))] =
+          bad;
+  }
   const std::vector<int64_t> slots = draw_slots(rng, c.T_ins, c.pages * c.P, c.invalid_one_in);
   const IndexArray pos_a(positions, c.dtype, c.T, kVector, 0, rng());
   const IndexArray slot_a(slots, c.dtype, c.T_ins, kVector, 0, rng());
@@ -456,12 +479,29 @@ void insert_property(const testing::Plan& plan) {
                     });
 }
 
+void insert_property(const testing::Plan& plan) { check_insert(plan, *gen_insert_case()); }
+
+// The RoPE pair that overflows at each boundary of the 32 pairs in turn (generators.hpp), the
+// other pairs finite: the last pair is the last vector of the checked row.
+void insert_overflow_boundary_property(const testing::Plan& plan) {
+  InsertCase c = *gen_insert_case();
+  c.overflow = c.T > 0;
+  c.non_finite = false;
+  for (const int64_t pair : boundary_indices(32)) {
+    c.overflow_pair = pair;
+    check_insert(plan, c);
+  }
+}
+
 const testing::Plan kInsertRuns{false, std::nullopt, true, {1, 2, 8}};
 const bool kInsert = register_property("FusedQnormRopeKvInsert", "EqualsReference",
                                        "fused_qnorm_rope_kv_insert", kInsertRuns,
                                        insert_property);
 // The split of num_threads = 0 from one token, and the sorted repeated-slot search.
 const testing::Plan kInsertGatedRuns{false, std::nullopt, true, {0, 1, 2, 8}};
+const bool kInsertBoundary = register_property(
+    "FusedQnormRopeKvInsert", "OverflowAtEveryBoundaryPairEqualsReference",
+    "fused_qnorm_rope_kv_insert", kInsertRuns, insert_overflow_boundary_property);
 const bool kInsertGated = register_gated_property("FusedQnormRopeKvInsert", "EqualsReference",
                                                   "fused_qnorm_rope_kv_insert", kInsertGatedRuns,
                                                   insert_property);
@@ -522,9 +562,11 @@ void inverse_property(const testing::Plan& plan) {
       x = to_bf16(normal(rng));
     }
   }
-  if (c.non_finite && c.T * c.H > 0)
-    o[rng() % o.size()] = static_cast<uint16_t>(exp_mask | (rng() % 2 ? 0x8000 : 0) |
-                                                (rng() % 2 ? 1 : 0));  // ±inf or NaN
+  if (c.non_finite && c.T * c.H > 0) {  // in a row, at a boundary half the time (RoPE start)
+    const int64_t i = special_index(rng, boundary_indices(c.D, {c.D - c.rope_dim}), c.D);
+    o[size_t((rng() % static_cast<uint64_t>(c.T * c.H)) * c.D + i)] = static_cast<uint16_t>(
+        exp_mask | (rng() % 2 ? 0x8000 : 0) | (rng() % 2 ? 1 : 0));  // ±inf or NaN
+  }
   const int64_t half = c.rope_dim / 2;
   std::vector<float> table(static_cast<size_t>(c.R * c.rope_dim));
   for (int64_t r = 0; r < c.R; ++r)
