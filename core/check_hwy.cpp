@@ -18,13 +18,17 @@
 #include "core/check_finite.hpp"
 #include "core/check_index.hpp"
 #include "core/parallel.hpp"
+#include "core/thresholds.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Bytes per block: one decision (a reduction and a branch) per block.
-constexpr int64_t kBlockBytes = 1024;
+// Elements per block of `elem_bytes` each, a multiple of `step` (the vector step):
+// thresholds().check_block_bytes per block, one decision (a reduction and a branch) each.
+HWY_INLINE int64_t BlockElements(int64_t elem_bytes, int64_t step) {
+  return std::max<int64_t>(thresholds().check_block_bytes / elem_bytes / step, 1) * step;
+}
 
 // The first i in [0, n) with bad(i), or n: blocks of `block` elements, then what remains in
 // multiples of `step` (the vector step; `block` is a multiple of it), are decided by
@@ -61,7 +65,7 @@ template <class Vec, class Value>
 HWY_INLINE int64_t FirstNonFiniteOf(int64_t n, const Vec& vec, const Value& value) {
   const DU32 du;
   const auto N = static_cast<int64_t>(hn::Lanes(du));
-  const int64_t block = std::max<int64_t>(kBlockBytes / 4 / (2 * N), 1) * 2 * N;
+  const int64_t block = BlockElements(4, 2 * N);
   return FirstBad(
       n, block, 2 * N,
       [&](int64_t b, int64_t e) {
@@ -121,8 +125,7 @@ int64_t FirstOutsideT(const T* HWY_RESTRICT p, int64_t n, int64_t lo, int64_t hi
                           : static_cast<U>(U{1} << (8 * sizeof(U) - 1));
   const auto shift = hn::Set(du, static_cast<U>(-lo));
   const U* u = reinterpret_cast<const U*>(p);
-  const int64_t block =
-      std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / (4 * N), 1) * 4 * N;
+  const int64_t block = BlockElements(static_cast<int64_t>(sizeof(T)), 4 * N);
   return FirstBad(
       n, block, 4 * N,
       [&](int64_t b, int64_t e) {
@@ -151,7 +154,7 @@ template <class T>
 int64_t FirstWithAllBits(const T* HWY_RESTRICT p, int64_t n, T mask) {
   const hn::ScalableTag<T> d;
   const auto N = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t block = std::max<int64_t>(kBlockBytes / static_cast<int64_t>(sizeof(T)) / N, 1) * N;
+  const int64_t block = BlockElements(static_cast<int64_t>(sizeof(T)), N);
   const auto bits = hn::Set(d, mask);
   return FirstBad(
       n, block, N,

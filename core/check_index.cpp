@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/thresholds.hpp"
+
 namespace dsv4cpu::detail {
 namespace {
 
@@ -141,8 +143,8 @@ RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t ran
   const IndexReader slot(slots);
   auto writing = [&](int64_t t) { return slot(t) >= 0 && (writes == nullptr || writes[t]); };
   RepeatedSlot found;
-  constexpr int64_t kBitmapSlotsPerToken = 64, kBitmapFloor = int64_t{1} << 20;
-  if (range <= std::max(kBitmapFloor, kBitmapSlotsPerToken * n)) {
+  const Thresholds& th = thresholds();
+  if (range <= std::max(th.bitmap_floor, th.bitmap_slots_per_token * n)) {
     std::vector<uint64_t>& bits = scratch.bits;
     if (bits.size() < static_cast<size_t>(range / 64 + 1))
       bits.resize(static_cast<size_t>(range / 64 + 1), 0);

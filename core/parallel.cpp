@@ -4,7 +4,6 @@
 
 namespace dsv4cpu::detail {
 namespace {
-std::atomic<int64_t> g_min_bytes_override{-1};
 std::atomic<int> g_processors_override{0};
 }  // namespace
 
@@ -17,16 +16,10 @@ int max_threads(int num_threads) {
 }
 
 int threads_for(int num_threads, int64_t bytes, int64_t min_bytes) {
-  const int64_t override_bytes = g_min_bytes_override.load(std::memory_order_relaxed);
-  if (override_bytes >= 0) min_bytes = override_bytes;
   if (min_bytes > 0 && bytes < 2 * min_bytes) return 1;  // without asking OpenMP
   const int cap = max_threads(num_threads);
   if (min_bytes <= 0) return cap;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, bytes / min_bytes)));
-}
-
-void set_min_bytes_per_thread_for_test(int64_t bytes) {
-  g_min_bytes_override.store(bytes, std::memory_order_relaxed);
 }
 
 void set_processors_for_test(int processors) {

@@ -6,33 +6,27 @@
 // Options::num_threads is an upper bound (0: OpenMP's default), capped at the processors of the
 // machine; below a work threshold a call stays on the calling thread, since starting and joining
 // the team costs more than the work it would share. The threshold is bytes touched (read plus
-// written) per thread, measured on the reference machine (docs/benchmarks.md).
+// written) per thread, measured on the reference machine (docs/benchmarks.md), and lives with the
+// other thresholds in core/thresholds.hpp.
 #pragma once
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 
+#include "core/thresholds.hpp"
 #include "dsv4cpu/numerics.hpp"
 
 namespace dsv4cpu::detail {
 
-// Bytes each thread must touch for a split to pay: a team's start and join cost about as much as
-// streaming this many bytes on one thread.
-inline constexpr int64_t kMinBytesPerThread = int64_t{256} << 10;
-// The same for a plain copy (save_partial_states): a 512 KiB copy ran at 0.87x its one-thread time
-// on two threads of the reference machine, a 1 MiB one at 1.7x.
-inline constexpr int64_t kMinCopyBytesPerThread = int64_t{512} << 10;
-
 // Threads a call may use: min(num_threads or OpenMP's default, the processors), at least 1.
 int max_threads(int num_threads);
 // Threads for a call touching `bytes` (read + written): max_threads(num_threads), but no more than
-// one per `min_bytes` (1 below it).
-int threads_for(int num_threads, int64_t bytes, int64_t min_bytes = kMinBytesPerThread);
-// Test hook: replaces every threshold of threads_for (`min_bytes`) with `bytes` (0: every call
-// that may split does), or restores the thresholds with a negative value. Not thread-safe: call
-// it before anything runs.
-void set_min_bytes_per_thread_for_test(int64_t bytes);
+// one per `min_bytes` (1 below it; min_bytes <= 0: every call that may split does).
+int threads_for(int num_threads, int64_t bytes, int64_t min_bytes);
+inline int threads_for(int num_threads, int64_t bytes) {
+  return threads_for(num_threads, bytes, thresholds().min_bytes_per_thread);
+}
 // Test hook: caps max_threads at `processors` instead of the machine's processors (<= 0 restores
 // the machine's), so that a run asking for 8 threads splits 8 ways on a smaller machine. Not
 // thread-safe: call it before anything runs.

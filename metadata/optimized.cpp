@@ -266,7 +266,7 @@ void c128a_topk_indices(const C128aTopkIndicesArgs& a, const RunContext& ctx) {
   const Int64Array pos(a.positions), req(a.token_to_req);
   const C128aRows rows(pos, req, a.block_table, a.block_size, a.W, a.T, ctx);
   int64_t* indices = a.indices.ptr<int64_t>();
-  const bool stream = a.T * a.W * 8 >= kStreamBytes;
+  const bool stream = a.T * a.W * 8 >= thresholds().stream_bytes;
   parallel_ranges(a.T, a.T * a.W, ctx, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) rows.write(t, indices + t * a.W, stream);
   });
@@ -280,7 +280,7 @@ void c128a_decode_metadata(const C128aDecodeMetadataArgs& a, const RunContext& c
   int64_t* global = a.decode_global.ptr<int64_t>();
   int32_t* lens = a.decode_lens.ptr<int32_t>();
   int32_t* local = a.prefill_local.ptr<int32_t>();
-  const bool stream = nd * W * 8 + (a.T - nd) * W * 4 >= kStreamBytes;
+  const bool stream = nd * W * 8 + (a.T - nd) * W * 4 >= thresholds().stream_bytes;
   parallel_ranges(a.T, a.T * W, ctx, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t n = rows.entries(t);
@@ -301,7 +301,7 @@ void c4a_global_topk_indices(const C4aGlobalTopkIndicesArgs& a, const RunContext
   int32_t* lens = a.lens.ptr<int32_t>();
   const MapLocalToGlobalSlotsArgs map{
       a.topk_indices, a.token_to_req, a.block_table, a.block_size, a.indices, a.T, a.K};
-  const bool stream = a.T * a.K * 8 >= kStreamBytes;
+  const bool stream = a.T * a.K * 8 >= thresholds().stream_bytes;
   parallel_ranges(a.T, a.T * a.K, ctx, [&](int64_t lo, int64_t hi) {
     map_slot_rows(map, lo, hi, stream, lens);
     if (a.token_slot_mapping.present())

@@ -132,10 +132,10 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
   if (a.T == 0) return;
   const IndexReader slot(a.slot_mapping);
   // A token is a few KB of work: small calls stay on the calling thread.
-  constexpr int64_t kMinHeadsPerThread = 32;
+  const int64_t min_heads = thresholds().insert_min_heads_per_thread;
   const int threads = ctx.num_threads > 0 ? max_threads(ctx.num_threads)
-                      : a.T * (a.Hq + 1) >= 2 * kMinHeadsPerThread ? max_threads(0)
-                                                                   : 1;
+                      : a.T * (a.Hq + 1) >= 2 * min_heads ? max_threads(0)
+                                                          : 1;
   std::vector<uint8_t> entries(static_cast<size_t>(a.T_ins * kMlaEntryBytes));
   std::vector<uint8_t> finite(static_cast<size_t>(a.T), 1);
   const auto check = HWY_DYNAMIC_DISPATCH(CheckToken);

@@ -397,9 +397,11 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
-  const bool stream = a.N * a.SW * 8 >= kStreamBytes;
+  const bool stream = a.N * a.SW * 8 >= thresholds().stream_bytes;
   const bool descending = stream && ctx.check_finite;
-  parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.SW * 16, kMinCopyBytesPerThread),
+  const int threads =
+      threads_for(ctx.num_threads, a.N * a.SW * 16, thresholds().min_copy_bytes_per_thread);
+  parallel_ranges(a.N, threads,
                   [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, descending); });
 }
 
@@ -409,7 +411,7 @@ void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, b
 }
 
 void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunContext& ctx) {
-  const bool stream = a.N * a.K * 8 >= kStreamBytes;
+  const bool stream = a.N * a.K * 8 >= thresholds().stream_bytes;
   parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.K * 16),
                   [&](int64_t n0, int64_t n1) { map_slot_rows(a, n0, n1, stream, nullptr); });
 }

@@ -6,9 +6,9 @@
 
 namespace dsv4cpu::detail::opt {
 
-// Outputs from this many bytes bypass the caches (non-temporal stores): no later read of the
-// call hits them, and streaming saves reading each line before it is written.
-inline constexpr int64_t kStreamBytes = int64_t{16} << 20;
+// Outputs from thresholds().stream_bytes (core/thresholds.hpp) bypass the caches (non-temporal
+// stores): no later read of the call hits them, and streaming saves reading each line before it
+// is written.
 
 // out[i] = base + i for i in [0, n).
 void iota64(int64_t* out, int64_t n, int64_t base);

@@ -1,6 +1,7 @@
 // Highway top-k selection (indexer.md §5), exactly the reference's output for the same scores.
 //
-// canonical (§5.3): a threshold t from a sample of the row (256 evenly spaced runs of 16 scores),
+// canonical (§5.3): a threshold t from a sample of the row (evenly spaced runs of 16 scores,
+// thresholds().topk_sample_runs of them, core/thresholds.hpp),
 // then one vector pass that compress-stores the indices of the candidates s >= t, in index
 // order. If the candidate buffer fills, only the top K candidates are kept, t becomes the K-th of
 // them and later elements must be > t (an element equal to it ranks below K kept ones); at the
@@ -22,6 +23,7 @@
 
 #include "args/indexer.hpp"
 #include "core/check.hpp"
+#include "core/thresholds.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "optimized/topk.hpp"
 
@@ -39,7 +41,7 @@ using DI = hn::RebindToSigned<DF>;
 using DU = hn::RebindToUnsigned<DF>;
 using VF = hn::Vec<DF>;
 
-constexpr int64_t kRuns = 256, kRunLength = 16;  // the sample of a long row
+constexpr int64_t kRunLength = 16;  // the sample of a long row: runs of 16 scores
 constexpr int64_t kSurvivorsPerK = 2;            // candidates per output the sample aims at
 
 // §5.3 as an unsigned key: larger key ranks first; NaN is 0 (below −inf), −0 and +0 are equal.
@@ -175,19 +177,20 @@ bool ThresholdPass(const float* s, int64_t L, int64_t K, float t, Candidates& c,
   return c.g >= K;
 }
 
-// The sample's order keys: the whole row if short, else kRuns runs of kRunLength.
+// The sample's order keys: the whole row if short, else `runs` runs of kRunLength.
 void SampleKeys(const float* s, int64_t L, TopkScratch& sc) {
   const DF d;
   const DU du;
   const auto N = static_cast<int64_t>(hn::Lanes(d));
-  if (L <= kRuns * kRunLength * 2) {
+  const int64_t runs = thresholds().topk_sample_runs;
+  if (L <= runs * kRunLength * 2) {
     sc.sample.resize(static_cast<size_t>(L));
     for (int64_t i = 0; i < L; ++i) sc.sample[size_t(i)] = OrderKey(s[i]);
     return;
   }
-  sc.sample.resize(static_cast<size_t>(kRuns * kRunLength));
-  for (int64_t r = 0; r < kRuns; ++r) {
-    const float* run = s + r * (L / kRuns);
+  sc.sample.resize(static_cast<size_t>(runs * kRunLength));
+  for (int64_t r = 0; r < runs; ++r) {
+    const float* run = s + r * (L / runs);
     for (int64_t j = 0; j < kRunLength; j += N)
       hn::StoreU(OrderKeys(hn::LoadU(d, run + j)), du, &sc.sample[size_t(r * kRunLength + j)]);
   }
@@ -195,7 +198,7 @@ void SampleKeys(const float* s, int64_t L, TopkScratch& sc) {
 
 void CanonicalRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc) {
   const auto N = static_cast<int64_t>(hn::Lanes(DF()));
-  const int64_t cap = std::max<int64_t>(8 * K, 4096);
+  const int64_t cap = std::max<int64_t>(8 * K, thresholds().topk_min_candidates);
   sc.survivor_index.resize(static_cast<size_t>(cap + N));
   Candidates c{sc.survivor_index.data(), 0, cap};
   SampleKeys(s, L, sc);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <numeric>
 #include <ostream>
 #include <random>
@@ -225,6 +226,41 @@ inline std::vector<int64_t> draw_slots(std::mt19937_64& rng, int64_t n, int64_t 
 inline rc::Gen<int64_t> gen_pad(int64_t max) {
   return rc::gen::weightedOneOf<int64_t>(
       {{2, rc::gen::just<int64_t>(0)}, {1, rc::gen::inRange<int64_t>(1, max + 1)}});
+}
+
+// ---- boundary indices ----
+
+// The indices of an array of n elements where blocked and vectorised code changes step, in
+// ascending order without repeats: 0 and 1; w − 1, w and w + 1 for the vector widths of 4, 8 and
+// 16 floats and the steps of 2, 4 and 16 vectors a scan takes (32, 64, 256); the same around each
+// mark (the K of a prefix of K elements: K − 1 and K); n − 2 and n − 1. A property places a
+// special value at each of them in turn, besides the random places of its generator.
+inline std::vector<int64_t> boundary_indices(int64_t n, std::initializer_list<int64_t> marks = {}) {
+  std::vector<int64_t> at{0, 1, n - 2, n - 1};
+  const auto around = [&](int64_t w) { at.insert(at.end(), {w - 1, w, w + 1}); };
+  for (int64_t w : {4, 8, 16, 32, 64, 256}) around(w);
+  for (int64_t m : marks) around(m);
+  at.erase(std::remove_if(at.begin(), at.end(), [n](int64_t i) { return i < 0 || i >= n; }),
+           at.end());
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  return at;
+}
+
+// The same for n slots in pages of P: boundary_indices(n) with the first and the last slot of
+// every page.
+inline std::vector<int64_t> page_boundary_indices(int64_t n, int64_t P) {
+  std::vector<int64_t> at = boundary_indices(n);
+  for (int64_t p = 0; p < n; p += P) at.insert(at.end(), {p, std::min(p + P, n) - 1});
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  return at;
+}
+
+// Where a property places a special value among n > 0 elements: half the time one of `at` (a
+// boundary), else anywhere.
+inline int64_t special_index(std::mt19937_64& rng, const std::vector<int64_t>& at, int64_t n) {
+  return rng() % 2 ? at[rng() % at.size()] : static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
 }
 
 // ---- bulk contents ----

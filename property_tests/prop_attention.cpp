@@ -6,8 +6,10 @@
 //                               in random and in identity order, C128A (Pc = 2) with sets over
 //                               several 128-column blocks; -1 and repeated slots, padded pages,
 //                               head-padded q, sinks with -inf heads, NaN codes, scale bytes 0,
-//                               255 and outside [10, 246], subnormal q and RoPE values (the bf16
-//                               variants then take their fp32 path), both decode modes.
+//                               255 and outside [10, 246] (at random, and at a boundary column of
+//                               a set or a page edge, in the first or last tile at a boundary
+//                               dim), subnormal q and RoPE values (the bf16 variants then take
+//                               their fp32 path), both decode modes.
 //   fused_qnorm_rope_kv_insert  the reference's bytes in q_out and in every cache byte (or the
 //                               same error), both clamp rules and both fp8_subnormals modes, with
 //                               1, 2 and 8 threads; kv padded with garbage rows (T_ins < T_kv),
@@ -73,11 +75,30 @@ struct Values {
   int nonfinite_one_in = 0; // entries with a NaN code, a scale byte 255 or a tile of byte 247
                             // whose codes all overflow: about one in this many (0: none)
   bool subnormals = false;  // some bf16 subnormal RoPE values and q values
+  bool edge_nonfinite = false;  // one entry non-finite at a boundary (attention_property)
 };
 std::ostream& operator<<(std::ostream& os, const Values& v) {
   return os << "Values{q_exp=" << v.q_exp << ", edge_bytes=" << v.edge_bytes
             << ", nonfinite_one_in=" << v.nonfinite_one_in << ", subnormals=" << v.subnormals
-            << "}";
+            << ", edge_nonfinite=" << v.edge_nonfinite << "}";
+}
+
+// Makes entry `slot` non-finite in NoPE tile q: a NaN code at dim d of the tile, its scale byte
+// 255, or scale byte 247 with codes of magnitude >= 256 (2^120 times them: ±inf in both modes).
+void make_non_finite(Pages& c, int64_t slot, int q, int d, std::mt19937_64& rng) {
+  uint8_t* data = c.data(slot);
+  uint8_t* scales = c.scales(slot);
+  switch (rng() % 3) {
+    case 0:  // a NaN code (a +0 tile in vllm mode when its byte is 0)
+      data[q * 64 + d] = (rng() & 1) ? 0x7F : 0xFF;
+      break;
+    case 1:
+      scales[q] = 255;
+      break;
+    default:
+      scales[q] = 247;
+      for (int k = 0; k < 64; ++k) data[q * 64 + k] = static_cast<uint8_t>(0x78 | (rng() & 0x87));
+  }
 }
 
 // Writes a random entry: finite codes, scale bytes around 2^0, RoPE values ~ N(0, 1); the edge
@@ -98,18 +119,8 @@ void put_entry(Pages& c, int64_t slot, const Values& v, std::mt19937_64& rng) {
     std::memcpy(data + 448 + 2 * k, &h, 2);
   }
   if (v.nonfinite_one_in == 0 || rng() % static_cast<uint64_t>(v.nonfinite_one_in) != 0) return;
-  const int q = static_cast<int>(rng() % 7);
-  switch (rng() % 3) {
-    case 0:  // a NaN code (a +0 tile in vllm mode when its byte is 0)
-      data[q * 64 + rng() % 64] = (rng() & 1) ? 0x7F : 0xFF;
-      break;
-    case 1:
-      scales[q] = 255;
-      break;
-    default:  // 2^120 times codes of magnitude >= 256: ±inf in both modes
-      scales[q] = 247;
-      for (int d = 0; d < 64; ++d) data[q * 64 + d] = static_cast<uint8_t>(0x78 | (rng() & 0x87));
-  }
+  const int q = static_cast<int>(rng() % 7), d = static_cast<int>(rng() % 64);
+  make_non_finite(c, slot, q, d, rng);
 }
 
 enum class Layer { swa, c4a_random, c4a_identity, c128a };
@@ -178,6 +189,7 @@ rc::Gen<AttentionCase> gen_attention_case() {
     c.values.edge_bytes = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
     c.values.nonfinite_one_in = *rc::gen::weightedElement<int>({{4, 0}, {1, 2000}, {1, 100}});
     c.values.subnormals = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+    c.values.edge_nonfinite = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
     c.seed = *gen_seed();
     return c;
   });
@@ -216,10 +228,34 @@ void attention_property(const testing::Plan& plan) {
   Pages compressed(c.Pc_pages, c.Pc, c.pad, rng);
   for (int64_t s = 0; s < window.entries(); ++s) put_entry(window, s, c.values, rng);
   for (int64_t s = 0; s < compressed.entries(); ++s) put_entry(compressed, s, c.values, rng);
-  const IndexArray wslots(draw_set(rng, c, c.Nw, window.entries(), false), c.slot_dtype, T, c.Nw,
-                          0, rng());
-  const IndexArray cslots(draw_set(rng, c, c.Nc, compressed.entries(), true), c.slot_dtype, T,
-                          c.Nc, 0, rng());
+  const std::vector<int64_t> wset = draw_set(rng, c, c.Nw, window.entries(), false);
+  const std::vector<int64_t> cset = draw_set(rng, c, c.Nc, compressed.entries(), true);
+  if (c.values.edge_nonfinite && T > 0) {
+    // One entry non-finite in its first or last tile at a boundary dim: the entry a token's set
+    // names at a boundary column (0, the vector widths ±1, 128-column block edges, the last), or
+    // the first or last slot of a page.
+    const bool in_window = c.Nc == 0 || rng() % 2;
+    Pages& pages = in_window ? window : compressed;
+    const int64_t cols = in_window ? c.Nw : c.Nc;
+    const std::vector<int64_t>& set = in_window ? wset : cset;
+    int64_t slot = -1;
+    if (rng() % 2) {
+      if (cols > 0) {
+        const std::vector<int64_t> at = boundary_indices(cols, {128});
+        const auto t = static_cast<int64_t>(rng() % static_cast<uint64_t>(T));
+        slot = set[size_t(t * cols + at[rng() % at.size()])];
+      }
+    } else if (pages.entries() > 0) {
+      const std::vector<int64_t> at = page_boundary_indices(pages.entries(), pages.P);
+      slot = at[rng() % at.size()];
+    }
+    const std::vector<int64_t> dims = boundary_indices(64);
+    if (slot >= 0)
+      make_non_finite(pages, slot, rng() % 2 ? 0 : 6, static_cast<int>(dims[rng() % dims.size()]),
+                      rng);
+  }
+  const IndexArray wslots(wset, c.slot_dtype, T, c.Nw, 0, rng());
+  const IndexArray cslots(cset, c.slot_dtype, T, c.Nc, 0, rng());
   // q: heads >= H hold garbage (NaNs included), outside the view.
   std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(T * c.Hs * 512, 1)));
   fill_garbage(rng, q.data(), q.size() * 2);
@@ -298,6 +334,8 @@ struct InsertCase {
   int q_exp = 0, kv_exp = 0;  // q, kv ~ N(0, 1)·2^exp, kv tiles with a few outliers
   double eps = 1e-6;
   bool overflow = false;      // a table row of huge values: a rotated value overflows
+  int64_t overflow_pair = -1; // -1: every cos of the row huge, else the cos and sin of this pair
+  bool non_finite = false;    // one q or kv value NaN or ±inf
   ScaleClamp clamp = ScaleClamp::cpu;
   Fp8Subnormals subnormals = Fp8Subnormals::exact;
   DType dtype = DType::I64;
@@ -309,7 +347,8 @@ std::ostream& operator<<(std::ostream& os, const InsertCase& c) {
             << ", pages=" << c.pages
             << ", pad=" << c.pad << ", invalid_one_in=" << c.invalid_one_in
             << ", q_exp=" << c.q_exp << ", kv_exp=" << c.kv_exp << ", eps=" << c.eps
-            << ", overflow=" << c.overflow
+            << ", overflow=" << c.overflow << ", overflow_pair=" << c.overflow_pair
+            << ", non_finite=" << c.non_finite
             << ", clamp=" << (c.clamp == ScaleClamp::cpu ? "cpu" : "gpu")
             << ", subnormals=" << (c.subnormals == Fp8Subnormals::exact ? "exact" : "flush")
             << ", " << dtype_name(c.dtype) << ", " << c.seed << "}";
@@ -333,6 +372,12 @@ rc::Gen<InsertCase> gen_insert_case() {
     c.kv_exp = *rc::gen::weightedElement<int>({{4, 0}, {1, -100}, {1, -130}, {1, 60}});
     c.eps = *rc::gen::element(1e-6, 0.0, 1e-30);
     c.overflow = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    // One pair at a boundary of the 32 (the last vector of the row among them) or anywhere.
+    c.overflow_pair = *rc::gen::weightedOneOf<int64_t>(
+        {{2, rc::gen::just<int64_t>(-1)},
+         {1, rc::gen::elementOf(boundary_indices(32))},
+         {1, rc::gen::inRange<int64_t>(0, 32)}});
+    c.non_finite = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
     c.clamp = *rc::gen::element(ScaleClamp::cpu, ScaleClamp::gpu);
     c.subnormals = *rc::gen::element(Fp8Subnormals::exact, Fp8Subnormals::flush);
     c.dtype = *gen_index_dtype();
@@ -341,8 +386,7 @@ rc::Gen<InsertCase> gen_insert_case() {
   });
 }
 
-void insert_property(const testing::Plan& plan) {
-  const InsertCase c = *gen_insert_case();
+void check_insert(const testing::Plan& plan, const InsertCase& c) {
   std::mt19937_64 rng(c.seed.value);
   std::normal_distribution<float> normal;
   std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(c.T * c.Hq * 512, 1)));
@@ -368,8 +412,23 @@ void insert_property(const testing::Plan& plan) {
   std::vector<int64_t> positions;
   for (int64_t t = 0; t < c.T; ++t)
     positions.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.R)));
-  if (c.overflow && c.T > 0)
-    for (int i = 0; i < 32; ++i) table[size_t(positions[rng() % size_t(c.T)] * 64 + i)] = 3e38f;
+  if (c.overflow && c.T > 0) {
+    float* row = &table[size_t(positions[rng() % size_t(c.T)] * 64)];
+    if (c.overflow_pair < 0)
+      for (int i = 0; i < 32; ++i) row[i] = 3e38f;
+    else
+      row[c.overflow_pair] = row[32 + c.overflow_pair] = 3e38f;
+  }
+  if (c.non_finite && c.T_ins > 0) {  // in a row of q or kv, at a boundary dim half the time
+    const std::vector<int64_t> dims = boundary_indices(512, {448});  // 448: the RoPE dims
+    const uint16_t bad = static_cast<uint16_t>(rng() % 2 ? 0x7FC0 : rng() % 2 ? 0x7F80 : 0xFF80);
+    if (rng() % 2 && c.Hq > 0)
+      q[size_t((rng() % static_cast<uint64_t>(c.T * c.Hq)) * 512 + special_index(rng, dims, 512))] =
+          bad;
+    else
+      kv[size_t((rng() % static_cast<uint64_t>(c.T_ins)) * 512 + special_index(rng, dims, 512))] =
+          bad;
+  }
   const std::vector<int64_t> slots = draw_slots(rng, c.T_ins, c.pages * c.P, c.invalid_one_in);
   const IndexArray pos_a(positions, c.dtype, c.T, kVector, 0, rng());
   const IndexArray slot_a(slots, c.dtype, c.T_ins, kVector, 0, rng());
@@ -420,10 +479,32 @@ void insert_property(const testing::Plan& plan) {
                     });
 }
 
+void insert_property(const testing::Plan& plan) { check_insert(plan, *gen_insert_case()); }
+
+// The RoPE pair that overflows at each boundary of the 32 pairs in turn (generators.hpp), the
+// other pairs finite: the last pair is the last vector of the checked row.
+void insert_overflow_boundary_property(const testing::Plan& plan) {
+  InsertCase c = *gen_insert_case();
+  c.overflow = c.T > 0;
+  c.non_finite = false;
+  for (const int64_t pair : boundary_indices(32)) {
+    c.overflow_pair = pair;
+    check_insert(plan, c);
+  }
+}
+
 const testing::Plan kInsertRuns{false, std::nullopt, true, {1, 2, 8}};
 const bool kInsert = register_property("FusedQnormRopeKvInsert", "EqualsReference",
                                        "fused_qnorm_rope_kv_insert", kInsertRuns,
                                        insert_property);
+// The split of num_threads = 0 from one token, and the sorted repeated-slot search.
+const testing::Plan kInsertGatedRuns{false, std::nullopt, true, {0, 1, 2, 8}};
+const bool kInsertBoundary = register_property(
+    "FusedQnormRopeKvInsert", "OverflowAtEveryBoundaryPairEqualsReference",
+    "fused_qnorm_rope_kv_insert", kInsertRuns, insert_overflow_boundary_property);
+const bool kInsertGated = register_gated_property("FusedQnormRopeKvInsert", "EqualsReference",
+                                                  "fused_qnorm_rope_kv_insert", kInsertGatedRuns,
+                                                  insert_property);
 
 // ---- inverse_gptj_rope_o_proj ----
 
@@ -481,9 +562,11 @@ void inverse_property(const testing::Plan& plan) {
       x = to_bf16(normal(rng));
     }
   }
-  if (c.non_finite && c.T * c.H > 0)
-    o[rng() % o.size()] = static_cast<uint16_t>(exp_mask | (rng() % 2 ? 0x8000 : 0) |
-                                                (rng() % 2 ? 1 : 0));  // ±inf or NaN
+  if (c.non_finite && c.T * c.H > 0) {  // in a row, at a boundary half the time (RoPE start)
+    const int64_t i = special_index(rng, boundary_indices(c.D, {c.D - c.rope_dim}), c.D);
+    o[size_t((rng() % static_cast<uint64_t>(c.T * c.H)) * c.D + i)] = static_cast<uint16_t>(
+        exp_mask | (rng() % 2 ? 0x8000 : 0) | (rng() % 2 ? 1 : 0));  // ±inf or NaN
+  }
   const int64_t half = c.rope_dim / 2;
   std::vector<float> table(static_cast<size_t>(c.R * c.rope_dim));
   for (int64_t r = 0; r < c.R; ++r)

@@ -129,7 +129,7 @@ void save_partial_states_property(const testing::Plan& plan) {
   const std::vector<int64_t> pos = c.batch.positions();
   for (int64_t t = 0; t < N && c.fault != 0; ++t) {
     if ((slots[t] >= 0) != (c.fault != 2)) continue;
-    const int64_t i = static_cast<int64_t>(rng() % SW);
+    const int64_t i = special_index(rng, boundary_indices(SW), SW);
     if (c.fault == 3) {
       score[t * row + i] = 3e38f;
       ape[(pos[t] % c.r) * SW + i] = 3e38f;
@@ -161,6 +161,10 @@ void save_partial_states_property(const testing::Plan& plan) {
 const bool kSavePartialStates =
     register_property("SavePartialStates", "EqualsReference", "save_partial_states", kOptimized,
                       save_partial_states_property);
+// Streamed rows, written last first (checks on), and the sorted repeated-slot search.
+const bool kSavePartialStatesGated =
+    register_gated_property("SavePartialStates", "EqualsReference", "save_partial_states",
+                            kOptimized, save_partial_states_property);
 
 // ---- map_local_to_global_slots ----
 
@@ -233,6 +237,11 @@ void map_local_to_global_slots_property(const testing::Plan& plan) {
 const bool kMapLocalToGlobalSlots =
     register_property("MapLocalToGlobalSlots", "EqualsReference", "map_local_to_global_slots",
                       kOptimized, map_local_to_global_slots_property);
+// Streamed rows, written last first.
+const bool kMapLocalToGlobalSlotsGated =
+    register_gated_property("MapLocalToGlobalSlots", "EqualsReference",
+                            "map_local_to_global_slots", kOptimized,
+                            map_local_to_global_slots_property);
 
 // ---- pooling (numerics.md §8.4), compared before any rounding to bf16 or fp8 ----
 
@@ -469,7 +478,7 @@ void check_compress(const testing::Plan& plan, const CompressCase& c) {
     }
   if (c.profile == kNonFiniteState && !read_segments.empty()) {
     float* seg = read_segments[rng() % read_segments.size()];
-    seg[(rng() % 2) * SW + static_cast<int64_t>(rng() % HD)] =
+    seg[(rng() % 2) * SW + special_index(rng, boundary_indices(HD), HD)] =
         rng() % 2 ? std::numeric_limits<float>::quiet_NaN() : INFINITY;
   }
 

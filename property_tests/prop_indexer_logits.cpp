@@ -41,10 +41,12 @@ struct ValueMode {
   bool tiny_codes = false;  // fp8 subnormal codes only
   int weight_exp = 0;       // head weights ~ N(0, 1)·2^weight_exp (down to the subnormal range)
   int nan_one_in = 0;       // keys with a NaN code: about one in nan_one_in (0: none)
+  bool edge_nans = false;   // also half the keys at boundaries (page edges, vector widths ±1),
+                            // each with a NaN code at a boundary dim
 };
 std::ostream& operator<<(std::ostream& os, const ValueMode& m) {
   return os << "ValueMode{tiny=" << m.tiny_codes << ", weight_exp=" << m.weight_exp
-            << ", nan_one_in=" << m.nan_one_in << "}";
+            << ", nan_one_in=" << m.nan_one_in << ", edge_nans=" << m.edge_nans << "}";
 }
 rc::Gen<ValueMode> gen_value_mode() {
   return rc::gen::exec([] {
@@ -52,6 +54,7 @@ rc::Gen<ValueMode> gen_value_mode() {
     m.tiny_codes = *rc::gen::weightedElement<bool>({{4, false}, {1, true}});
     m.weight_exp = *rc::gen::weightedElement<int>({{4, 0}, {1, -20}, {1, -130}, {1, 6}});
     m.nan_one_in = *rc::gen::weightedElement<int>({{3, 0}, {2, 7}, {1, 2}});
+    m.edge_nans = *rc::gen::weightedElement<bool>({{2, false}, {1, true}});
     return m;
   });
 }
@@ -59,6 +62,8 @@ rc::Gen<ValueMode> gen_value_mode() {
 // A paged indexer K cache with garbage in the page padding, a finite decoy key (scale 2^20) in
 // every entry, then a key at every visible position of every request of `table` (request r reads
 // pages table.entries[r][c] for c < ceil(len_r / P)): a misread key gives a wrong finite logit.
+// NaN codes at random keys and dims, and with edge_nans at the boundary keys of each request
+// (page_boundary_indices: the first and last slot of every page) and boundary dims.
 testing::KCache make_cache(std::mt19937_64& rng, const BlockTable& table,
                            const std::vector<int64_t>& lens, int64_t stride_pad,
                            const ValueMode& m) {
@@ -72,14 +77,19 @@ testing::KCache make_cache(std::mt19937_64& rng, const BlockTable& table,
       for (auto& c : key) c = testing::is_nan_code(c) ? 0x7E : c;
       kv.set(page, e, key.data(), 0x1p20f);
     }
-  for (size_t r = 0; r < lens.size(); ++r)
+  const std::vector<int64_t> dims = boundary_indices(128);
+  for (size_t r = 0; r < lens.size(); ++r) {
+    const std::vector<int64_t> edges = page_boundary_indices(lens[r], P);
     for (int64_t j = 0; j < lens[r]; ++j) {
       for (auto& c : key) c = draw_code(rng, m.tiny_codes);
       if (m.nan_one_in > 0 && rng() % static_cast<uint64_t>(m.nan_one_in) == 0)
         key[rng() % 128] = (rng() & 1) ? 0x7F : 0xFF;
+      if (m.edge_nans && std::binary_search(edges.begin(), edges.end(), j) && rng() % 2)
+        key[size_t(dims[rng() % dims.size()])] = (rng() & 1) ? 0x7F : 0xFF;
       const int e = static_cast<int>(rng() % 51) - 40;  // key scales 2^-40 .. 2^10
       kv.set(table.entries[r * table.cols + j / P], j % P, key.data(), std::ldexp(1.0f, e));
     }
+  }
   return kv;
 }
 
@@ -247,7 +257,10 @@ rc::Gen<StepCase> gen_step_case() {
     c.values = *gen_value_mode();
     // The band rule counts NaN as −inf, but the vllm heap never evicts a NaN among the first 512
     // entries (indexer.md §5.4), so the rule cannot hold there: vllm steps get no NaN keys.
-    if (c.mode == TopkMode::vllm) c.values.nan_one_in = 0;
+    if (c.mode == TopkMode::vllm) {
+      c.values.nan_one_in = 0;
+      c.values.edge_nans = false;
+    }
     c.seed = *gen_seed();
     return c;
   });
@@ -316,6 +329,9 @@ void indexer_topk_property(const testing::Plan& plan) {
 
 const bool kIndexerTopk = register_property("IndexerTopk", "WithinBandRule", "indexer_topk",
                                             kEveryVariant, indexer_topk_property);
+// Every long row's selection sampled (4 runs), candidate buffers of 8 K that fill.
+const bool kIndexerTopkGated = register_gated_property(
+    "IndexerTopk", "WithinBandRule", "indexer_topk", kEveryVariant, indexer_topk_property);
 
 }  // namespace
 }  // namespace dsv4cpu::prop

@@ -250,6 +250,10 @@ const bool kC128aTopkIndices =
     register_property("C128aTopkIndices", "EqualsReference",
                       {"c128a_topk_indices", "c128a_topk_indices_compact"}, kOptimized,
                       c128a_topk_indices_property);
+// Streamed rows.
+const bool kC128aTopkIndicesGated = register_gated_property(
+    "C128aTopkIndices", "EqualsReference", {"c128a_topk_indices", "c128a_topk_indices_compact"},
+    kOptimized, c128a_topk_indices_property);
 
 void c128a_decode_metadata_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(128, {2, 1, 8, 6, 12}, int64_t{1} << 16);
@@ -276,6 +280,10 @@ void c128a_decode_metadata_property(const testing::Plan& plan) {
 const bool kC128aDecodeMetadata =
     register_property("C128aDecodeMetadata", "EqualsReference", "c128a_decode_metadata", kOptimized,
                       c128a_decode_metadata_property);
+// Streamed rows.
+const bool kC128aDecodeMetadataGated = register_gated_property(
+    "C128aDecodeMetadata", "EqualsReference", "c128a_decode_metadata", kOptimized,
+    c128a_decode_metadata_property);
 
 void c4a_global_topk_indices_property(const testing::Plan& plan) {
   const MetaCase c = *gen_meta_case(4, {64, 1, 16, 6, 48}, kMaxPosition);
@@ -303,6 +311,10 @@ void c4a_global_topk_indices_property(const testing::Plan& plan) {
 const bool kC4aGlobalTopkIndices =
     register_property("C4aGlobalTopkIndices", "EqualsReference", "c4a_global_topk_indices",
                       kOptimized, c4a_global_topk_indices_property);
+// Streamed rows.
+const bool kC4aGlobalTopkIndicesGated = register_gated_property(
+    "C4aGlobalTopkIndices", "EqualsReference", "c4a_global_topk_indices", kOptimized,
+    c4a_global_topk_indices_property);
 
 template <class T>
 void print_vec(std::ostream& os, const char* name, const std::vector<T>& v) {

@@ -1,6 +1,7 @@
 // Properties of fused_indexer_q_rope_quant (indexer.md §2): every registered variant, on every
 // Highway target and with 1, 2 and 8 threads (whatever the processors), writes exactly the
-// reference's bytes, and throws the same error when weights_out overflows.
+// reference's bytes, and throws the same error when weights_out overflows or an input is not
+// finite (at random or at a boundary index, generators.hpp).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -31,13 +32,15 @@ struct QuantCase {
   bool default_scales = true;
   int magnitude = 0;      // q ~ N(0, 1)·2^magnitude per head, plus a few extreme heads
   bool overflow = false;  // a huge weight: weights_out overflows (NonFiniteError)
+  bool non_finite = false;  // a NaN or ±inf in q or in the weights (NonFiniteError)
   Seed seed;
 };
 std::ostream& operator<<(std::ostream& os, const QuantCase& c) {
   os << "QuantCase{T=" << c.T << ", H=" << c.H << ", R=" << c.R << ", positions=";
   return print_list(os, c.positions)
          << " " << dtype_name(c.pos_dtype) << ", default_scales=" << c.default_scales
-         << ", magnitude=" << c.magnitude << ", overflow=" << c.overflow << ", " << c.seed << "}";
+         << ", magnitude=" << c.magnitude << ", overflow=" << c.overflow
+         << ", non_finite=" << c.non_finite << ", " << c.seed << "}";
 }
 
 rc::Gen<QuantCase> gen_quant_case() {
@@ -51,6 +54,7 @@ rc::Gen<QuantCase> gen_quant_case() {
     c.default_scales = *rc::gen::arbitrary<bool>();
     c.magnitude = *rc::gen::weightedElement<int>({{4, 0}, {1, -30}, {1, -140}, {1, 20}});
     c.overflow = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    c.non_finite = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
     c.seed = *gen_seed();
     return c;
   });
@@ -79,6 +83,15 @@ void q_rope_quant_property(const testing::Plan& plan) {
     // Weights from huge to subnormal products: w·2^e·softmax_scale·head_scale rounds in order.
     w[static_cast<size_t>(th)] =
         th == huge ? 3e38f : std::ldexp(normal(rng), rng() % 4 == 0 ? -100 - int(rng() % 40) : 0);
+  }
+  if (c.non_finite && heads > 0) {  // at a boundary of q (the heads' edges among them) or of w
+    const float bad[] = {std::numeric_limits<float>::quiet_NaN(),
+                         std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity()};
+    if (rng() % 2)
+      q[size_t(special_index(rng, boundary_indices(heads * 128), heads * 128))] = bad[rng() % 3];
+    else
+      w[size_t(special_index(rng, boundary_indices(heads), heads))] = bad[rng() % 3];
   }
   std::vector<float> table(static_cast<size_t>(c.R * 64));
   for (int64_t r = 0; r < c.R; ++r)

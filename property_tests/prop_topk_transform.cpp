@@ -193,6 +193,101 @@ const bool kTopkTransform =
     register_property("TopkTransform", "EqualsReference",
                       {"topk_transform_512", "topk_transform_1024"}, kEveryVariant,
                       topk_transform_property);
+// Every selecting row sampled (4 runs), candidate buffers of 8 K that fill.
+const bool kTopkTransformGated =
+    register_gated_property("TopkTransform", "EqualsReference",
+                            {"topk_transform_512", "topk_transform_1024"}, kEveryVariant,
+                            topk_transform_property);
+
+// ---- a special value at every boundary ----
+
+// What a boundary index receives: NaN, ±inf, −0, or a decoy (a tie with the row's largest value,
+// the float just below it).
+enum class Special { nan, plus_inf, minus_inf, minus_zero, tie_with_max, below_max };
+const char* name(Special s) {
+  static const char* names[] = {"nan",        "plus_inf",     "minus_inf",
+                                "minus_zero", "tie_with_max", "below_max"};
+  return names[static_cast<int>(s)];
+}
+
+struct BoundaryCase {
+  int64_t K = 512, L = 513;
+  TopkMode mode = TopkMode::canonical;
+  Special special = Special::nan;
+  bool ties = false;  // rows of -1, 0 and 1 (−0 then ties with the zeros), else N(0, 1)
+  Seed seed;
+};
+std::ostream& operator<<(std::ostream& os, const BoundaryCase& c) {
+  return os << "BoundaryCase{K=" << c.K << ", L=" << c.L
+            << ", mode=" << (c.mode == TopkMode::canonical ? "canonical" : "vllm")
+            << ", special=" << name(c.special) << ", ties=" << c.ties << ", " << c.seed << "}";
+}
+
+rc::Gen<BoundaryCase> gen_boundary_case() {
+  return rc::gen::exec([] {
+    BoundaryCase c;
+    c.K = *rc::gen::weightedElement<int64_t>({{3, 512}, {1, 1024}});
+    c.mode =
+        c.K == 512 ? *rc::gen::element(TopkMode::canonical, TopkMode::vllm) : TopkMode::canonical;
+    c.L = *rc::gen::weightedOneOf<int64_t>({{4, rc::gen::inRange<int64_t>(c.K + 1, c.K + 300)},
+                                            {1, rc::gen::inRange<int64_t>(c.K + 300, 6000)}});
+    // NaN most often: the scans for it (the vllm heap's prefix of K) have the most boundaries.
+    c.special = static_cast<Special>(
+        *rc::gen::weightedElement<int>({{3, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}}));
+    c.ties = *rc::gen::arbitrary<bool>();
+    c.seed = *gen_seed();
+    return c;
+  });
+}
+
+// One row per boundary index of the row (generators.hpp, with K: K − 1 is the last element of
+// the prefix the vllm heap starts from), the special value there and nowhere else.
+void topk_boundary_property(const testing::Plan& plan) {
+  const BoundaryCase c = *gen_boundary_case();
+  std::mt19937_64 rng(c.seed.value);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::vector<int64_t> at = boundary_indices(c.L, {c.K});
+  const auto B = static_cast<int64_t>(at.size());
+  std::vector<float> scores(static_cast<size_t>(B * c.L));
+  for (int64_t b = 0; b < B; ++b) {
+    float* s = &scores[size_t(b * c.L)];
+    for (int64_t i = 0; i < c.L; ++i)
+      s[i] = c.ties ? static_cast<float>(static_cast<int>(rng() % 3) - 1) : normal(rng);
+    const float top = *std::max_element(s, s + c.L);
+    const float special[] = {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf, -0.0f, top,
+                             std::nextafter(top, -kInf)};
+    s[at[size_t(b)]] = special[static_cast<int>(c.special)];
+  }
+  const IndexArray lens(std::vector<int64_t>(size_t(B), c.L), DType::I32, B, kVector, 0, rng());
+  const char* op = c.K == 512 ? "topk_transform_512" : "topk_transform_1024";
+  auto call = [&](const Options& o) {
+    std::vector<int32_t> raw(static_cast<size_t>(B * c.K), -7);
+    const TensorView scores_v(scores.data(), DType::F32, {B, c.L});
+    const MutableTensorView raw_v(raw.data(), DType::I32, {B, c.K});
+    if (c.K == 512)
+      topk_transform_512(scores_v, lens.view(), TensorView(), 1, c.mode, raw_v,
+                         MutableTensorView(), o);
+    else
+      topk_transform_1024(scores_v, lens.view(), TensorView(), 1, raw_v, MutableTensorView(), o);
+    return raw;
+  };
+  const std::vector<int32_t> want = call(reference());
+  testing::for_each(testing::runs(op, plan), [&](const testing::Run& run) {
+    const std::vector<int32_t> raw = call(run.options());
+    for (int64_t b = 0; b < B; ++b)
+      if (!std::equal(&raw[size_t(b * c.K)], &raw[size_t((b + 1) * c.K)], &want[size_t(b * c.K)]))
+        RC_FAIL(run.label() + ": " + name(c.special) + " at index " +
+                std::to_string(at[size_t(b)]) + ": the indices differ from the reference's");
+  });
+}
+const bool kTopkBoundary =
+    register_property("TopkTransform", "SpecialAtEveryBoundaryEqualsReference",
+                      {"topk_transform_512", "topk_transform_1024"}, kEveryVariant,
+                      topk_boundary_property);
+const bool kTopkBoundaryGated =
+    register_gated_property("TopkTransform", "SpecialAtEveryBoundaryEqualsReference",
+                            {"topk_transform_512", "topk_transform_1024"}, kEveryVariant,
+                            topk_boundary_property);
 
 }  // namespace
 }  // namespace dsv4cpu::prop

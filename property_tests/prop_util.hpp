@@ -15,6 +15,7 @@
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
 #include "core/parallel.hpp"
+#include "core/thresholds.hpp"
 #include "testing/gtest.hpp"
 #include "testing/runs.hpp"
 
@@ -39,6 +40,21 @@ inline bool register_property(const char* suite, const std::string& what,
   return testing::register_run_tests(
       suite, what, __FILE__, __LINE__,
       [=] { EXPECT_TRUE(rc::check(label, [&] { property(plan); })); }, ops, plan, false);
+}
+
+// Registers `property` a second time, as <suite>.<what>AtLowestThresholds/<ops>/...: while a case
+// runs, every threshold of core/thresholds.hpp is at its lowest (detail::lowest_thresholds()), so
+// that the small generated cases take the paths of large calls (streamed fills and the rows
+// written last first, the sorted repeated-slot search, sampled top-k rows and a full candidate
+// buffer, scans of one vector step per block, the insert's split with num_threads = 0).
+inline bool register_gated_property(const char* suite, const std::string& what,
+                                    const testing::OpList& ops, const testing::Plan& plan,
+                                    const Property& property) {
+  return register_property(suite, what + "AtLowestThresholds", ops, plan,
+                           [property](const testing::Plan& p) {
+                             const detail::ScopedThresholds lowest(detail::lowest_thresholds());
+                             property(p);
+                           });
 }
 
 // Success, or the exception a call threw.

@@ -1,9 +1,11 @@
 // GoogleTest adapters of the testing library: every run of an op, one registered test per run
 // (DSV4CPU_RUN_TEST), the rule that a required ISA is never skipped, the error matchers of the
-// bad-input tests, and the oracle's verdicts as assertion results. Every test binary including it lifts the work thresholds of
-// core/parallel.hpp, so that runs with several threads split even the small calls of the tests.
+// bad-input tests, and the oracle's verdicts as assertion results. Every test binary including it
+// lifts the thread thresholds of core/thresholds.hpp, so that runs with several threads split even
+// the small calls of the tests.
 #pragma once
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <functional>
 #include <initializer_list>
@@ -12,6 +14,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "core/cpu.hpp"
 #include "core/parallel.hpp"
 #include "dsv4cpu/errors.hpp"
 #include "testing/isa.hpp"
@@ -22,7 +25,23 @@ namespace dsv4cpu::testing {
 
 // Set before main: a call with several threads splits whatever its size (the tests' thread-count
 // checks then cover the parallel paths).
-inline const bool kEveryCallSplits = (detail::set_min_bytes_per_thread_for_test(0), true);
+inline const bool kEveryCallSplits = [] {
+  detail::Thresholds t = detail::thresholds();
+  t.min_bytes_per_thread = t.min_copy_bytes_per_thread = 0;
+  detail::g_thresholds = t;
+  return true;
+}();
+
+// Calls body(name) with Highway's dispatch forced to each target the library offers here, then
+// restores it: for the internal scans of core/, which are no registered op.
+template <class Body>
+void for_each_highway_target(const Body& body) {
+  for (const detail::HighwayTarget& t : detail::highway_targets()) {
+    hwy::SetSupportedTargetsForTest(t.bits);
+    body(t.name);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
 
 // Calls body(run) for every run of `op` (testing/runs.hpp), each with its Highway target forced.
 // An absent fixed-ISA variant whose ISA this machine must offer (isa_required) fails the test.

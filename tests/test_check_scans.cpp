@@ -3,7 +3,6 @@
 // every length around the vector and block sizes, offenders planted anywhere (or nowhere), every
 // Highway target, 1 to 8 threads.
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include <climits>
 #include <cmath>
@@ -17,7 +16,6 @@
 #include "core/check_block_table.hpp"
 #include "core/check_finite.hpp"
 #include "core/check_index.hpp"
-#include "core/cpu.hpp"
 #include "testing/gtest.hpp"
 
 namespace dsv4cpu {
@@ -28,22 +26,12 @@ const std::vector<int64_t> kLengths = {0,   1,   3,   15,  16,   17,   63,   64,
                                        256, 257, 511, 700, 1023, 1024, 1025, 4097, 20000};
 const std::vector<int> kThreads = {1, 2, 3, 8};
 
-// Calls body(label) with dispatch forced to every Highway target the library offers here.
-template <class Body>
-void for_each_target(const Body& body) {
-  for (const detail::HighwayTarget& t : detail::highway_targets()) {
-    hwy::SetSupportedTargetsForTest(t.bits);
-    body(t.name);
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
 TEST(CheckScans, FirstNonFiniteIsTheFirstNanOrInf) {
   std::mt19937_64 rng(1);
   const float bad[] = {std::numeric_limits<float>::quiet_NaN(),
                        std::numeric_limits<float>::infinity(),
                        -std::numeric_limits<float>::infinity()};
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int64_t n : kLengths)
       for (int trial = 0; trial < 6; ++trial) {
         std::vector<float> x(static_cast<size_t>(n));
@@ -77,7 +65,7 @@ TEST(CheckScans, FirstNonFiniteIsTheFirstNanOrInf) {
 
 TEST(CheckScans, FirstOutsideIsTheFirstElementOutsideTheBounds) {
   std::mt19937_64 rng(2);
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int64_t n : kLengths)
       for (int trial = 0; trial < 4; ++trial) {
         const int64_t lo = rng() % 2 ? 0 : -1;
@@ -125,7 +113,7 @@ TEST(CheckScans, FirstOutsideIsTheFirstElementOutsideTheBounds) {
 
 TEST(CheckScans, FirstNanCodeIsTheFirst0x7FOr0xFF) {
   std::mt19937_64 rng(3);
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int64_t n : kLengths) {
       std::vector<uint8_t> c(static_cast<size_t>(n));
       for (uint8_t& v : c)
@@ -144,7 +132,7 @@ TEST(CheckScans, FirstNonFiniteBf16IsTheFirstNanOrInf) {
   std::mt19937_64 rng(4);
   // bf16 NaN, +inf, -inf, and the largest finite values (exponent 0xFE) just below them
   const uint16_t bad[] = {0x7FC0, 0x7F80, 0xFF80, 0x7F81};
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int64_t n : kLengths)
       for (int trial = 0; trial < 4; ++trial) {
         std::vector<uint16_t> x(static_cast<size_t>(n));
@@ -168,7 +156,7 @@ TEST(CheckScans, FirstNonFiniteF16IsTheFirstNanOrInf) {
   std::mt19937_64 rng(5);
   // binary16 NaN, +inf, -inf, a NaN with the lowest payload; 0x7BFF (65504) is the largest finite
   const uint16_t bad[] = {0x7E00, 0x7C00, 0xFC00, 0x7C01};
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int64_t n : kLengths)
       for (int trial = 0; trial < 4; ++trial) {
         std::vector<uint16_t> x(static_cast<size_t>(n));
@@ -187,7 +175,7 @@ TEST(CheckScans, FirstNonFiniteF16IsTheFirstNanOrInf) {
 
 TEST(CheckScans, PositionRunEndStopsAtTheFirstBreak) {
   std::mt19937_64 rng(4);
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int64_t T : kLengths) {
       if (T == 0) continue;
       std::vector<int64_t> pos(static_cast<size_t>(T));
@@ -266,7 +254,7 @@ TEST(CheckScans, FirstRepeatedSlotIsTheEarliestSecondWriter) {
 // short requests (the prefix scan), long random rows (the gathers) and bad entries anywhere.
 TEST(CheckScans, LocalRefsPassIsTheRule) {
   std::mt19937_64 rng(6);
-  for_each_target([&](const std::string& target) {
+  testing::for_each_highway_target([&](const std::string& target) {
     for (int trial = 0; trial < 200; ++trial) {
       const int64_t R = 1 + rng() % 3, MB = 1 + rng() % 40, N = 1 + rng() % 9, K = 1 + rng() % 70;
       const int64_t P = int64_t{1} << (rng() % 4);
