@@ -8,6 +8,8 @@
 //   portable(name, k)             plain C++ with no ISA of its own
 #include "api/registry.hpp"
 
+#include <string_view>
+
 #include "args/attention.hpp"
 #include "args/compressor.hpp"
 #include "args/indexer.hpp"
@@ -155,13 +157,36 @@ const std::vector<OpEntry>& registered_op_entries() {
   return ops;
 }
 
-bool add_variant_for_test(const std::string& op, const char* name, const Dispatch& dispatch) {
+void throw_unknown_variant(const char* op, const std::string& variant,
+                           const std::string& offered) {
   for (const OpEntry& e : registered_op_entries())
-    if (op == e.name) {
-      e.add_copy_of_reference(e, name, dispatch);
-      return true;
-    }
-  return false;
+    for (const VariantInfo& v : e.info(e).variants)
+      if (v.name == variant)
+        fail<ValueError>(op, "variant", {}, variant,
+                         "not offered for this op: offered are " + offered, "one of " + offered);
+  fail<ValueError>(op, "variant", {}, variant, "unknown variant, offered by no op",
+                   "one of " + offered);
+}
+
+void throw_unavailable_variant(const char* op, const std::string& variant,
+                               const std::string& available) {
+  fail<ValueError>(op, "variant", {}, variant, "not available on this CPU or OS",
+                   "an available variant of this op: " + available);
+}
+
+namespace {
+// The entry of the op named `op`, or null.
+const OpEntry* find_op_entry(std::string_view op) {
+  for (const OpEntry& e : registered_op_entries())
+    if (op == e.name) return &e;
+  return nullptr;
+}
+}  // namespace
+
+bool add_variant_for_test(const std::string& op, const char* name, const Dispatch& dispatch) {
+  const OpEntry* e = find_op_entry(op);
+  if (e) e->add_copy_of_reference(*e, name, dispatch);
+  return e != nullptr;
 }
 
 }  // namespace detail
@@ -173,8 +198,7 @@ std::vector<OpInfo> registered_ops() {
 }
 
 std::string selected_variant(std::string_view op, const Options& options) {
-  for (const detail::OpEntry& e : detail::registered_op_entries())
-    if (op == e.name) return e.select(e, options);
+  if (const detail::OpEntry* e = detail::find_op_entry(op)) return e->select(*e, options);
   detail::fail<ValueError>("registry", "op", {}, std::string(op), "unknown op",
                            "a registered op name");
 }

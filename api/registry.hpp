@@ -1,5 +1,6 @@
-// The call path of every op: the variant lists of api/registry.cpp, found by argument pack, and
-// run_op, which selects the variant, validates and runs it.
+// The call path of every op: the selection of a variant from Options, the variant lists of
+// api/registry.cpp, found by argument pack, and run_op, which selects the variant, validates and
+// runs it.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,76 @@
 #include "dsv4cpu/numerics.hpp"
 
 namespace dsv4cpu::detail {
+
+// ValueError for Options::variant naming no variant of `op`: "not offered for this op" when
+// another op offers it, "unknown variant" when none does; `offered` lists the op's variants.
+[[noreturn]] void throw_unknown_variant(const char* op, const std::string& variant,
+                                        const std::string& offered);
+// ValueError for Options::variant naming a variant of `op` this CPU or OS cannot run; `available`
+// lists those it can.
+[[noreturn]] void throw_unavailable_variant(const char* op, const std::string& variant,
+                                            const std::string& available);
+
+// The variant Options select (Options::variant by name, else by Impl); ValueError for an unknown
+// variant or an unavailable one named explicitly. selected_variant() runs this very code.
+template <class Args>
+const Variant<Args>& select_variant(const char* op, const VariantList<Args>& list,
+                                    const Options& o) {
+  if (!o.variant.empty()) {
+    for (const Variant<Args>& v : list)
+      if (o.variant == v.name && available(v.dispatch)) return v;  // the whole name: no NUL cut
+    // The error lists the offered or the runnable variants (built only here).
+    std::string offered, runnable;
+    bool named = false;
+    for (const Variant<Args>& v : list) {
+      named = named || o.variant == v.name;
+      offered += (offered.empty() ? "" : ", ") + std::string(v.name);
+      if (available(v.dispatch)) runnable += (runnable.empty() ? "" : ", ") + std::string(v.name);
+    }
+    if (!named) throw_unknown_variant(op, o.variant, offered);
+    throw_unavailable_variant(op, o.variant, runnable);
+  }
+  if (o.impl == Impl::reference) return list.back();
+  for (const Variant<Args>& v : list)
+    if (available(v.dispatch)) return v;  // optimized and best coincide: the reference is last
+  return list.back();
+}
+
+struct OpEntry;
+// Every op in spec order with its list (defined with the lists, in api/registry.cpp); the lists
+// are built on first use.
+const std::vector<OpEntry>& registered_op_entries();
+
+// One registered op: its name and its list, type-erased so that the listing, selected_variant
+// and the test hook handle every argument pack alike.
+struct OpEntry {
+  const char* name;
+  void* list;                  // VariantList<Args>*
+  const std::type_info* args;  // typeid(Args)
+  OpInfo (*info)(const OpEntry&);
+  const char* (*select)(const OpEntry&, const Options&);
+  // Test hook: a copy of the reference kernel under `name` with `dispatch`, before the reference.
+  void (*add_copy_of_reference)(const OpEntry&, const char* name, const Dispatch& dispatch);
+};
+
+template <class Args>
+OpEntry op_entry(const char* name, VariantList<Args>& list) {
+  OpEntry e{name, &list, &typeid(Args), nullptr, nullptr, nullptr};
+  e.info = [](const OpEntry& op) {
+    OpInfo info{op.name, {}};
+    for (const Variant<Args>& v : *static_cast<const VariantList<Args>*>(op.list))
+      info.variants.push_back(describe(v.name, v.role, v.dispatch));
+    return info;
+  };
+  e.select = [](const OpEntry& op, const Options& o) {
+    return select_variant(op.name, *static_cast<const VariantList<Args>*>(op.list), o).name;
+  };
+  e.add_copy_of_reference = [](const OpEntry& op, const char* variant, const Dispatch& d) {
+    auto& l = *static_cast<VariantList<Args>*>(op.list);
+    l.insert(l.end() - 1, Variant<Args>{variant, Role::optimized, d, l.back().run});
+  };
+  return e;
+}
 
 // The list of the ops taking `Args` (ops sharing an argument pack share their list).
 template <class Args>

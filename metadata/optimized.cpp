@@ -10,7 +10,7 @@
 #include "core/check_index.hpp"
 #include "core/parallel.hpp"
 #include "metadata/common.hpp"
-#include "optimized/fill.hpp"
+#include "core/fill.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {

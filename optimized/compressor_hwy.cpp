@@ -18,7 +18,7 @@
 
 #include "args/compressor.hpp"
 #include "core/check.hpp"
-#include "optimized/fill.hpp"
+#include "core/fill.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -15,9 +15,9 @@
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
-#include "tools/verify/fixture.hpp"
-#include "tools/verify/ops.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/fixture.hpp"
+#include "verify/ops.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu {
 namespace {

@@ -6,7 +6,7 @@
 // of core/check.cpp naming both arrays, with every buffer unchanged.
 //
 // The arguments are those of the embedded fixtures (fixtures/), passed by the verifier's op
-// adapters (tools/verify/ops.cpp) with the two arrays moved by a relocation of the Case.
+// adapters (verify/ops.cpp) with the two arrays moved by a relocation of the Case.
 //
 // Pairs that may alias, and so are not placed: two inputs (spec README, "Arrays": only outputs
 // may not overlap an input; options.hpp: "Inputs may overlap each other"; one array passed as two
@@ -34,9 +34,9 @@
 #include "dsv4cpu/metadata.hpp"
 #include "dsv4cpu/options.hpp"
 #include "testing/gtest.hpp"
-#include "tools/verify/fixture.hpp"
-#include "tools/verify/ops.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/fixture.hpp"
+#include "verify/ops.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu {
 namespace {

@@ -15,7 +15,7 @@
 #include "core/cpu.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "testing/gtest.hpp"
-#include "tools/verify/runner.hpp"
+#include "verify/runner.hpp"
 
 namespace dsv4cpu {
 namespace {

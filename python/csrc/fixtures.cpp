@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "python/csrc/binding.hpp"
-#include "tools/verify/fixture.hpp"
-#include "tools/verify/runner.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/fixture.hpp"
+#include "verify/runner.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::python {
 namespace {

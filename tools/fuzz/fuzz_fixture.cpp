@@ -1,4 +1,4 @@
-// libFuzzer target: the fixture reader (tools/verify/fixture.hpp) without running any op: every
+// libFuzzer target: the fixture reader (verify/fixture.hpp) without running any op: every
 // scalar reader on every metadata key, the compare override, every tensor as input, in-place
 // buffer and output, then the comparisons. Bad files raise the reader's own errors only.
 #include <cstddef>
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/verify/fixture.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/fixture.hpp"
+#include "verify/safetensors.hpp"
 
 using namespace dsv4cpu;
 using namespace dsv4cpu::verify;

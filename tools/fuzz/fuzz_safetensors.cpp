@@ -1,11 +1,11 @@
-// libFuzzer target: the safetensors parser (tools/verify/safetensors.hpp). Any input either parses
+// libFuzzer target: the safetensors parser (verify/safetensors.hpp). Any input either parses
 // or raises SafetensorsError; a parsed file serialises and parses back to the same tensors.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
-#include "tools/verify/safetensors.hpp"
+#include "verify/safetensors.hpp"
 
 using namespace dsv4cpu::verify;
 

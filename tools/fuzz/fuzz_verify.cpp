@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tools/verify/runner.hpp"
+#include "verify/runner.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dsv4cpu::verify;

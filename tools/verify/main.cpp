@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "dsv4cpu/options.hpp"
-#include "tools/verify/ops.hpp"
-#include "tools/verify/report.hpp"
-#include "tools/verify/runner.hpp"
+#include "verify/ops.hpp"
+#include "verify/report.hpp"
+#include "verify/runner.hpp"
 
 namespace fs = std::filesystem;
 using namespace dsv4cpu;

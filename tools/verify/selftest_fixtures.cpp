@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/verify/safetensors.hpp"
+#include "verify/safetensors.hpp"
 
 using namespace dsv4cpu;
 using namespace dsv4cpu::verify;

@@ -1,14 +1,14 @@
-// optimized/fill.hpp, written once with Highway for every target of the library.
+// core/fill.hpp, written once with Highway for every target of the library.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "optimized/fill_hwy.cpp"
+#define HWY_TARGET_INCLUDE "core/fill_hwy.cpp"
 #include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "optimized/fill.hpp"
+#include "core/fill.hpp"
 
 HWY_BEFORE_NAMESPACE();
-namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+namespace dsv4cpu::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // out[i] = value(i) for i in [0, n): vectors of value_v(first index) where they fit, streamed
@@ -57,11 +57,11 @@ void IotaThenMinusOne(int32_t* out, int64_t n, int64_t W, bool stream) {
   if (stream) hwy::FlushStream();
 }
 
-}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+}  // namespace dsv4cpu::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace dsv4cpu::detail::opt {
+namespace dsv4cpu::detail {
 
 HWY_EXPORT(Iota64);
 HWY_EXPORT(CopyThenMinusOne);
@@ -77,5 +77,5 @@ void iota_then_minus_one(int32_t* out, int64_t n, int64_t W, bool stream) {
   HWY_DYNAMIC_DISPATCH(IotaThenMinusOne)(out, n, W, stream);
 }
 
-}  // namespace dsv4cpu::detail::opt
+}  // namespace dsv4cpu::detail
 #endif  // HWY_ONCE

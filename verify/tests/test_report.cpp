@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/verify/report.hpp"
+#include "verify/report.hpp"
 
 namespace dsv4cpu::verify {
 namespace {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "tools/verify/fixture.hpp"
+#include "verify/fixture.hpp"
 
 namespace dsv4cpu::verify {
 namespace {

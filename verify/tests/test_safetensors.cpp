@@ -1,4 +1,4 @@
-// tools/verify/safetensors: the fixtures.md container (round trip and every malformed-file rule).
+// verify/safetensors: the fixtures.md container (round trip and every malformed-file rule).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "tools/verify/safetensors.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "testing/runs.hpp"
-#include "tools/verify/runner.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/runner.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 namespace {

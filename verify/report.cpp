@@ -1,4 +1,4 @@
-#include "tools/verify/report.hpp"
+#include "verify/report.hpp"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "tools/verify/safetensors.hpp"
+#include "verify/safetensors.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

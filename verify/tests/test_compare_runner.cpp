@@ -1,4 +1,4 @@
-// tools/verify fixture semantics (fixtures.md): how a fixture file becomes a call and a verdict.
+// verify/ fixture semantics (fixtures.md): how a fixture file becomes a call and a verdict.
 // The fixtures are small hand-made cases of map_local_to_global_slots (compressor.md §4.1 example)
 // and save_partial_states (compressor.md §3.3) whose expected values are worked out by hand.
 #include <gtest/gtest.h>
@@ -15,9 +15,9 @@
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
 #include "testing/runs.hpp"
-#include "tools/verify/fixture.hpp"
-#include "tools/verify/runner.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/fixture.hpp"
+#include "verify/runner.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 namespace {

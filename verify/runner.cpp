@@ -1,4 +1,4 @@
-#include "tools/verify/runner.hpp"
+#include "verify/runner.hpp"
 
 #include <chrono>
 #include <functional>
@@ -9,9 +9,9 @@
 #include "dsv4cpu/options.hpp"
 #include "testing/isa.hpp"
 #include "testing/runs.hpp"
-#include "tools/verify/fixture.hpp"
-#include "tools/verify/ops.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/fixture.hpp"
+#include "verify/ops.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/verify/runner.hpp"
+#include "verify/runner.hpp"
 
 namespace dsv4cpu::verify {
 

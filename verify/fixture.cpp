@@ -1,4 +1,4 @@
-#include "tools/verify/fixture.hpp"
+#include "verify/fixture.hpp"
 
 #include <algorithm>
 #include <cmath>

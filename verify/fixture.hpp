@@ -14,7 +14,7 @@
 
 #include "dsv4cpu/tensor.hpp"
 #include "testing/contracts.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 

@@ -8,7 +8,7 @@
 
 #include "dsv4cpu/options.hpp"
 #include "testing/contracts.hpp"
-#include "tools/verify/safetensors.hpp"
+#include "verify/safetensors.hpp"
 
 namespace dsv4cpu::verify {
 

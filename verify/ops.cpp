@@ -1,4 +1,4 @@
-#include "tools/verify/ops.hpp"
+#include "verify/ops.hpp"
 
 #include <algorithm>
 #include <optional>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "dsv4cpu/options.hpp"
-#include "tools/verify/fixture.hpp"
+#include "verify/fixture.hpp"
 
 namespace dsv4cpu::verify {
 
