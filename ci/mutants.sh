@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Mutation testing: each patch of ci/mutants/ plants one plausible bug in an optimized variant (or a
 # validation scan, or the comparison contracts of testing/). For every patch (or those whose file
-# name contains PATTERN) this script applies it to a scratch copy of the tree, rebuilds what the
-# patch touches (ninja, the test binaries of the patch's family and dsv4cpu-verify), runs that
-# family's unit and property tests and the conformance fixtures with --impl all, records the mutant
-# as killed (a check failed) or survived, and restores the file. It prints one line per mutant, a table per family and `N killed, N survived`; it exits
-# non-zero when a mutant survives, a patch no longer applies or a mutant does not build.
+# name contains one of the PATTERNs) this script applies it to a scratch copy of the tree, rebuilds
+# what the patch touches (ninja, the test binaries of the patch's family and dsv4cpu-verify), runs
+# that family's unit and property tests and the conformance fixtures with --impl all, records the
+# mutant as killed (a check failed) or survived, and restores the file. It prints one line per
+# mutant, a table per family and `N killed, N survived`; it exits non-zero when a mutant survives,
+# a patch no longer applies or a mutant does not build.
 #
-#   ci/mutants.sh [PATTERN]      e.g. ci/mutants.sh logits, ci/mutants.sh 17-
+#   ci/mutants.sh [PATTERN...]   e.g. ci/mutants.sh logits, ci/mutants.sh 17- 76-
 #
 # The scratch tree is build/mutants/src (synchronised by content, so that only changed files are
 # rebuilt), its build build/mutants/build (Release, every Highway target, tests on, benchmarks
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-pattern="${1:-}"
+patterns=("$@")
 jobs="${JOBS:-2}"
 scratch=$root/build/mutants
 src=$scratch/src bld=$scratch/build logs=$scratch/logs
@@ -67,9 +68,12 @@ cmake -S "$src" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDSV4CPU_ALL_TARG
 
 patches=()
 for p in ci/mutants/*.patch; do
-  [[ -z "$pattern" || "$(basename "$p")" == *"$pattern"* ]] && patches+=("$p")
+  [ "${#patterns[@]}" -eq 0 ] && patches+=("$p")
+  for pattern in "${patterns[@]}"; do
+    if [[ "$(basename "$p")" == *"$pattern"* ]]; then patches+=("$p"); break; fi
+  done
 done
-[ "${#patches[@]}" -gt 0 ] || { echo "no patch matches '$pattern'"; exit 1; }
+[ "${#patches[@]}" -gt 0 ] || { echo "no patch matches '$*'"; exit 1; }
 
 families=()
 for p in "${patches[@]}"; do
@@ -96,10 +100,13 @@ family_regex() {
       local exe
       exe=$(find "$bld" -type f -name "$t" -perm -u+x | head -1)
       names="$names $("$exe" --gtest_list_tests |
-        awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' | sed 's/[.+]/\\&/g')"
+        awk '/^[^ ]/ {suite = $1} /^  / {name = $1; sub(/\/.*/, "", name); print suite name}' |
+        sed 's/[.+]/\\&/g')"
     done
-    # A value-parameterized test's ctest name goes on with "  # GetParam() = <value>".
-    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))( +#.*)?\$"
+    # A test registered per run goes on with /<op>/<variant>/<target>/<threads>, a value-
+    # parameterized one with "  # GetParam() = <value>"; the names without them keep the
+    # expression within what ctest compiles.
+    regex_of[$1]="^($(echo $names | tr ' ' '\n' | sort -u | paste -sd '|'))(/[^ ]*)?( +#.*)?\$"
   fi
   echo "${regex_of[$1]}"
 }
@@ -107,7 +114,7 @@ family_regex() {
 # Runs a family's checks; RC_PARAMS without shrinking, so a failing property stops at once.
 run_checks() {
   RC_PARAMS="noshrink=1" ctest --test-dir "$bld" -R "$(family_regex "$1")" -LE sweep \
-    -j "$jobs" --timeout 600 --stop-on-failure --output-on-failure
+    -j "$jobs" --timeout 600 --stop-on-failure --output-on-failure --no-tests=error
 }
 
 # Restores the files of the mutant being run, also when the script is interrupted.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/check_block_table.hpp"
 #include "core/check_finite.hpp"
 #include "core/check_index.hpp"
+#include "core/thresholds.hpp"
 #include "testing/gtest.hpp"
 
 namespace dsv4cpu {
@@ -213,41 +215,51 @@ TEST(CheckScans, PositionRunEndStopsAtTheFirstBreak) {
 }
 
 // The repeated-slot search against a quadratic scan, for a range small enough for the bitmap and
-// one far beyond it (the radix sort).
+// ranges far beyond it (the radix sort, whose last digit is whole or 5 bits wide); at the lowest
+// thresholds every range takes the radix sort, a 10-bit range included (two digits, the second of
+// 2 bits: slots 256 apart share their first digit).
+void expect_first_repeated_slot(int64_t range, bool lowest, std::mt19937_64& rng) {
+  for (int64_t n : {1, 2, 7, 100, 3000})
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<int64_t> slots(static_cast<size_t>(n));
+      std::vector<uint8_t> writes(static_cast<size_t>(n));
+      const uint64_t span = static_cast<uint64_t>(trial % 2 ? range : 4 * n);
+      for (int64_t t = 0; t < n; ++t) {
+        slots[static_cast<size_t>(t)] =
+            rng() % 5 == 0
+                ? -1
+                : static_cast<int64_t>(
+                      rng() % std::min<uint64_t>(span, static_cast<uint64_t>(range)));
+        writes[static_cast<size_t>(t)] = rng() % 4 != 0;
+      }
+      for (const uint8_t* w :
+           {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(writes.data())}) {
+        const auto writing = [&](int64_t t) {
+          return slots[static_cast<size_t>(t)] >= 0 && (w == nullptr || w[t]);
+        };
+        int64_t token = -1, first = -1;
+        for (int64_t t = 0; t < n && token < 0; ++t)
+          for (int64_t u = 0; u < t && writing(t); ++u)
+            if (writing(u) && slots[static_cast<size_t>(u)] == slots[static_cast<size_t>(t)]) {
+              token = t;
+              first = u;
+              break;
+            }
+        std::optional<detail::ScopedThresholds> scope;
+        if (lowest) scope.emplace(detail::lowest_thresholds());
+        const detail::RepeatedSlot r =
+            detail::first_repeated_slot(TensorView(slots.data(), DType::I64, {n}), n, range, w);
+        EXPECT_EQ(r.token, token) << "range=" << range << " n=" << n << " lowest=" << lowest;
+        EXPECT_EQ(r.first, first) << "range=" << range << " n=" << n << " lowest=" << lowest;
+      }
+    }
+}
+
 TEST(CheckScans, FirstRepeatedSlotIsTheEarliestSecondWriter) {
   std::mt19937_64 rng(5);
-  for (int64_t range : {int64_t{700}, int64_t{1} << 40})
-    for (int64_t n : {1, 2, 7, 100, 3000})
-      for (int trial = 0; trial < 20; ++trial) {
-        std::vector<int64_t> slots(static_cast<size_t>(n));
-        std::vector<uint8_t> writes(static_cast<size_t>(n));
-        const uint64_t span = static_cast<uint64_t>(trial % 2 ? range : 4 * n);
-        for (int64_t t = 0; t < n; ++t) {
-          slots[static_cast<size_t>(t)] =
-              rng() % 5 == 0 ? -1
-                             : static_cast<int64_t>(
-                                   rng() % std::min<uint64_t>(span, static_cast<uint64_t>(range)));
-          writes[static_cast<size_t>(t)] = rng() % 4 != 0;
-        }
-        for (const uint8_t* w :
-             {static_cast<const uint8_t*>(nullptr), static_cast<const uint8_t*>(writes.data())}) {
-          const auto writing = [&](int64_t t) {
-            return slots[static_cast<size_t>(t)] >= 0 && (w == nullptr || w[t]);
-          };
-          int64_t token = -1, first = -1;
-          for (int64_t t = 0; t < n && token < 0; ++t)
-            for (int64_t u = 0; u < t && writing(t); ++u)
-              if (writing(u) && slots[static_cast<size_t>(u)] == slots[static_cast<size_t>(t)]) {
-                token = t;
-                first = u;
-                break;
-              }
-          const detail::RepeatedSlot r =
-              detail::first_repeated_slot(TensorView(slots.data(), DType::I64, {n}), n, range, w);
-          EXPECT_EQ(r.token, token) << "range=" << range << " n=" << n;
-          EXPECT_EQ(r.first, first) << "range=" << range << " n=" << n;
-        }
-      }
+  for (const bool lowest : {false, true})
+    for (int64_t range : {int64_t{700}, int64_t{1} << 40, (int64_t{1} << 36) + 12345})
+      expect_first_repeated_slot(range, lowest, rng);
 }
 
 // The passing path of the block-table reference check against the element-by-element rule, on
