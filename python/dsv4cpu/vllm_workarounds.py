@@ -22,10 +22,11 @@ explicitly. ``dsv4cpu.vllm.install()`` never applies them.
 import functools
 import importlib
 import importlib.metadata
-import logging
 import inspect
+import logging
 import os
 import sys
+import time
 import types
 
 #: The vLLM version whose defects these are.
@@ -85,6 +86,27 @@ def _placeholder_modules():
     return triton_utils.triton, triton_utils.tl
 
 
+#: Kernel launches run by the interpreter in this process, and their time in seconds.
+INTERPRETER = {"launches": 0, "seconds": 0.0}
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreter_class():
+    from triton.runtime.interpreter import InterpretedFunction
+
+    class TimedInterpretedFunction(InterpretedFunction):
+        """Triton's interpreted function; its launches are counted in :data:`INTERPRETER`."""
+
+        def run(self, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return super().run(*args, **kwargs)
+            finally:
+                INTERPRETER["launches"] += 1
+                INTERPRETER["seconds"] += time.perf_counter() - start
+    return TimedInterpretedFunction
+
+
 @functools.lru_cache(maxsize=None)
 def _interpreted(fn):
     """``fn`` (a kernel the placeholder ``triton.jit`` left a plain function) as Triton's
@@ -93,11 +115,10 @@ def _interpreted(fn):
     annotations, which the placeholder evaluated to its own ``constexpr``, are the real one."""
     import triton
     import triton.language as tl
-    from triton.runtime.interpreter import InterpretedFunction
     placeholder_triton, placeholder_tl = _placeholder_modules()
     _real_triton_in(fn, placeholder_triton, placeholder_tl, triton, tl, set())
     _real_constexpr(fn, placeholder_tl, tl)
-    return InterpretedFunction(fn)
+    return _interpreter_class()(fn)
 
 
 def _real_constexpr(fn, placeholder_tl, tl):

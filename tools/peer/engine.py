@@ -143,6 +143,12 @@ class EngineWorker(WorkerCounts):
     """The workers' extension class of this run (``worker_extension_cls``): dsv4cpu's counts
     (dsv4cpu.vllm.WorkerCounts); importing this module widens the dummy weights."""
 
+    def engine_interpreter(self):
+        """The Triton interpreter's launches and seconds in this worker (vLLM's metadata
+        kernels, dsv4cpu.vllm_workarounds)."""
+        from dsv4cpu import vllm_workarounds
+        return dict(vllm_workarounds.INTERPRETER)
+
     def engine_profile(self, start):
         """torch's profiler over the worker's operators (DSV4CPU_ENGINE_PROFILE=1): the time of
         each operator, its own and with its children, in ms."""
@@ -186,6 +192,8 @@ def run(folder, out, tp):
     # the first indexer call); a prompt over 2,048 tokens reaches the indexer's path too.
     _generate(llm, [2 + i % (VOCAB - 2) for i in range(2100)], _sampling(2))
     results = []
+    interpreter = llm.collective_rpc("engine_interpreter")
+    timed = time.perf_counter()
     profile = os.environ.get("DSV4CPU_ENGINE_PROFILE") == "1"
     if profile:
         llm.collective_rpc("engine_profile", args=(True,))
@@ -210,10 +218,14 @@ def run(folder, out, tp):
                         "steps": steps, "prefill_s": prefill,
                         "decode_s_per_token": max(total - prefill, 0.0) / (MAX_TOKENS - 1)})
     workers = llm.collective_rpc("dsv4cpu_counts")
+    for worker, before, after in zip(workers, interpreter,
+                                     llm.collective_rpc("engine_interpreter")):
+        worker["interpreter_s"] = after["seconds"] - before["seconds"]
     if profile:
         for worker, table in zip(workers, llm.collective_rpc("engine_profile", args=(False,))):
             worker["profile"] = table
     report = {"plugins": os.environ.get("VLLM_PLUGINS"), "tp": tp, "load_s": load_seconds,
+              "timed_s": time.perf_counter() - timed,
               "prompts": results, "workers": workers}
     with open(out, "w") as f:
         json.dump(report, f, indent=1)
@@ -305,6 +317,10 @@ def compare(paths):
         print("dsv4cpu did not serve every call of the nine operators")
         failed = True
     (vp, vd), (dp, dd) = _times(vllm_run), _times(dsv4cpu_run)
+    for name, run in (("vLLM's kernels", vllm_run), ("dsv4cpu", dsv4cpu_run)):
+        spent = sum(w.get("interpreter_s", 0.0) for w in run["workers"])
+        print(f"time tp 1 {name:<14} timed requests {run.get('timed_s', 0.0):.1f} s, of which "
+              f"vLLM's metadata kernels under Triton's interpreter {spent:.1f} s")
     for name, run in (("vLLM's kernels", vllm_run), ("dsv4cpu", dsv4cpu_run)):
         for p in run["prompts"]:
             print(f"time tp 1 {name:<14} prompt {p['prompt_tokens']:>4}: prefill "
