@@ -17,6 +17,9 @@
 #     in every worker, prefill and decode times; its last line is the verdict, and the exit
 #     status is 1 when the tokens differ beyond a near-tie or dsv4cpu did not serve every call.
 # Usage: ci/vllm-engine.sh [--tp2]. Exit 77: this CPU has no vLLM DeepSeek-V4 kernels.
+# Environment: DSV4CPU_ENGINE_QUIET=SECONDS (wait for a quiet machine before the runs),
+# DSV4CPU_ENGINE_PROMPTS=300,... (only those prompt lengths; DSV4CPU_ENGINE_TP2_PROMPTS for the
+# tp 2 runs), DSV4CPU_PEER_VENV, JOBS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TORCH_VERSION=2.13.0
@@ -86,11 +89,20 @@ run() {  # NAME PLUGINS TP CORES
      "${python}" "${root}/tools/peer/engine.py" run "${out}/model" "${out}/$1.json" --tp "$3" \
      > "${out}/$1.log" 2>&1) || { tail -n 30 "${out}/$1.log" >&2; return 1; }
 }
+# DSV4CPU_ENGINE_QUIET=SECONDS: first wait, at most that long, for a 1-minute load average
+# below 1.0, so that the times come from a quiet machine.
+waited=0
+while [ "${waited}" -lt "${DSV4CPU_ENGINE_QUIET:-0}" ] && awk '{exit !($1 >= 1.0)}' /proc/loadavg
+do
+  sleep 15
+  waited=$((waited + 15))
+done
 echo "ci/vllm-engine.sh: $(uptime)"
 run vllm dsv4cpu_workarounds 1 0
 run dsv4cpu dsv4cpu,dsv4cpu_workarounds 1 0
 results=("${out}/vllm.json" "${out}/dsv4cpu.json")
 if [ "${1:-}" = "--tp2" ]; then
+  export DSV4CPU_ENGINE_PROMPTS="${DSV4CPU_ENGINE_TP2_PROMPTS:-${DSV4CPU_ENGINE_PROMPTS:-}}"
   run vllm-tp2 dsv4cpu_workarounds 2 "0|1"
   run dsv4cpu-tp2 dsv4cpu,dsv4cpu_workarounds 2 "0|1"
   results+=("${out}/vllm-tp2.json" "${out}/dsv4cpu-tp2.json")

@@ -202,7 +202,9 @@ def run(folder, out, tp):
         if lengths and len(ids) not in lengths:
             continue
         # Prefill: the time to the first token; decode: the rest, per token. Prefix caching is
-        # off, so each request computes its whole prompt.
+        # off, so each request computes its whole prompt. The first request of a prompt length
+        # is not timed: torch.compile'd helpers of the model compile again for a new length.
+        _generate(llm, ids, _sampling(1))
         begin = time.perf_counter()
         _generate(llm, ids, _sampling(1))
         prefill = time.perf_counter() - begin
@@ -334,6 +336,14 @@ def compare(paths):
         failed |= not tp2_within
         identical &= tp2_identical
         within &= tp2_within
+        # Informational: with load_format="dummy" each rank draws its shard from the start of
+        # the same random sequence, so the tp 2 model is another model than the tp 1 one
+        # (docs/vllm-parity.md §5, finding 3).
+        for p2 in runs[2]["prompts"]:
+            p1 = next(p for p in vllm_run["prompts"] if p["prompt_tokens"] == p2["prompt_tokens"])
+            same = sum(x == y for x, y in zip(p1["tokens"], p2["tokens"]))
+            print(f"tp 2 against tp 1, vLLM's kernels, prompt {p2['prompt_tokens']}: {same} of "
+                  f"{len(p1['tokens'])} tokens equal (dummy weights: another model, not judged)")
     verdict = "identical" if identical else "within margin" if within else "DIFFERENT"
     print(f"vllm engine: {len(vllm_run['prompts'])} prompts, tokens {verdict}, dsv4cpu served "
           f"{served_calls}/{total_calls} calls, prefill {vp / dp:.2f}× decode {vd / dd:.2f}× "
