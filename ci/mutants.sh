@@ -13,7 +13,7 @@
 # The scratch tree is build/mutants/src (synchronised by content, so that only changed files are
 # rebuilt), its build build/mutants/build (Release, every Highway target, tests on, benchmarks
 # off, warnings not errors); the log of each mutant is build/mutants/logs/<patch>.log. JOBS
-# (default 2) parallel build and test jobs. Not part of ci/test.sh: it takes about half an hour.
+# (default 2) parallel build and test jobs. Not part of ci/test.sh: about 12 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
