@@ -12,7 +12,8 @@ import parity  # noqa: E402
 
 FOLDERS = [os.path.join(ROOT, "fixtures"), os.path.join(HERE, "fixtures"),
            os.path.join(ROOT, "..", "shared", "conformance"),
-           os.path.join(ROOT, "..", "shared", "conformance-attention")]
+           os.path.join(ROOT, "..", "shared", "conformance-attention"),
+           os.path.join(ROOT, "..", "shared", "conformance-next")]  # the folders ci/peer.sh runs
 
 
 class KnownFindingsTest(unittest.TestCase):
