@@ -22,7 +22,7 @@ cmake --build --preset bench -j "${jobs}" --target dsv4cpu-bench > /dev/null
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 isa=""
-for f in avx2 avx512f avx512bw avx512vl avx512_bf16 amx_tile amx_bf16; do
+for f in avx2 avx512f avx512bw avx512vl avx512vbmi avx512_bf16 amx_tile amx_bf16; do
   case " ${flags} " in *" ${f} "*) isa="${isa:+${isa}+}${f}" ;; esac
 done
 model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)

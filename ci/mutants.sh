@@ -29,7 +29,8 @@ family_targets() {
     compressor) echo prop_compressor test_compressor_store test_compressor_save_partial_states \
                      test_map_local_to_global_slots test_layer_step ;;
     q_rope_quant) echo prop_q_rope_quant test_indexer_q_rope_quant ;;
-    logits) echo prop_indexer_logits test_indexer_logits test_indexer_topk test_amx_indexer ;;
+    logits) echo prop_indexer_logits test_indexer_logits test_indexer_topk test_amx_indexer \
+                 test_avx512_pieces ;;
     topk) echo prop_topk_transform test_topk_transform test_indexer_topk ;;
     metadata) echo prop_metadata test_metadata_examples test_metadata_random \
                    test_map_local_to_global_slots ;;

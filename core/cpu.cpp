@@ -39,11 +39,12 @@ bool avx512_usable() {
 // CPUID.(7,1):EAX bit 5 AVX512_BF16.
 bool avx512bf16_cpu() { return avx512_usable() && bit(cpuid(7, 1).a, 5); }
 
-// CPUID.(7,0):EDX bit 24 AMX-TILE, bit 22 AMX-BF16; XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA);
-// then the per-process permission for the tile data state.
+// CPUID.(7,0):EDX bit 24 AMX-TILE, bit 22 AMX-BF16, ECX bit 1 AVX512_VBMI (every AMX CPU has it;
+// the AMX units use it); XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA); then the per-process
+// permission for the tile data state.
 bool amx_cpu_and_os() {
   const CpuidRegs l7 = cpuid(7, 0);
-  if (!avx512bf16_cpu() || !bit(l7.d, 24) || !bit(l7.d, 22)) return false;
+  if (!avx512bf16_cpu() || !bit(l7.d, 24) || !bit(l7.d, 22) || !bit(l7.c, 1)) return false;
   if ((xcr0() & (3ull << 17)) != (3ull << 17)) return false;
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
@@ -88,7 +89,7 @@ std::vector<std::string> isa_cpuinfo_flags(Isa isa) {
     case Isa::avx512bf16:
       return {"avx512_bf16"};
     case Isa::amx:
-      return {"amx_tile", "amx_bf16"};
+      return {"amx_tile", "amx_bf16", "avx512vbmi"};
   }
   return {};
 }

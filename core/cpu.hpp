@@ -19,7 +19,7 @@ const char* isa_name(Isa isa) noexcept;
 Isa isa_from_name(std::string_view name) noexcept;
 // What runs inside a variant of that ISA: "", "AVX512_BF16", "AMX_BF16" (VariantInfo::target).
 const char* isa_target(Isa isa) noexcept;
-// The /proc/cpuinfo flags that announce the ISA: avx512_bf16; amx_tile and amx_bf16.
+// The /proc/cpuinfo flags that announce the ISA: avx512_bf16; amx_tile, amx_bf16 and avx512vbmi.
 std::vector<std::string> isa_cpuinfo_flags(Isa isa);
 // CPUID and XCR0 (AVX-512 F/BW/VL/DQ, FMA, the ISA's own bits, the OS saving the state); for AMX
 // also arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). Probed once per process; none: true.

@@ -1,5 +1,5 @@
 // The tile instructions of the AMX-BF16 logits kernel (optimized/indexer_amx.hpp holds the rest).
-// Built with -mamx-tile -mamx-bf16 and AVX-512 flags; nothing here runs unless core/cpu.hpp finds
+// Built with -mamx-tile -mamx-bf16 and AVX-512 flags (VBMI included); nothing here runs unless core/cpu.hpp finds
 // Isa::amx (the CPU, and the OS granting the tile data state).
 #include <immintrin.h>
 
@@ -11,7 +11,7 @@ namespace {
 
 void amx_block_tiles(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* out) {
   AmxTiles t;
-  amx_block(t, convert_keys_avx512, row, keys, n, out);
+  amx_block<VbmiPieces>(t, row, keys, n, out);
 }
 
 // Constant-initialised: no code of this file runs at load time.

@@ -72,7 +72,7 @@ void bf16_block(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* 
   alignas(64) uint16_t kb[kKeyBlock * kDim];
   alignas(64) float lanes[kKeyBlock][16] = {};
   bool nan[kKeyBlock];
-  convert_keys_avx512(keys, n, n, kb, nan);
+  convert_keys_avx512(keys.codes, n, n, kb, nan);
   const auto* q = static_cast<const uint16_t*>(row.q);
   for (int64_t h0 = 0; h0 < row.Hp; h0 += kHeadChunk) {
     const int64_t nh = row.Hp - h0 < kHeadChunk ? row.Hp - h0 : kHeadChunk;
@@ -82,7 +82,7 @@ void bf16_block(const PreparedRow& row, const KeyBlock& keys, int64_t n, float* 
       micro[nk - 1](kb + k0 * kDim, q, row.Hp, h0, row.w, lanes + k0);
     }
   }
-  epilogue_finish(lanes, n, keys, nan, row.H, out);
+  epilogue_finish_avx512(lanes, n, keys, nan, row.H, out);
 }
 
 // Constant-initialised: no code of this file runs at load time.

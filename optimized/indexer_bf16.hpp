@@ -64,12 +64,12 @@ inline void bf16_prepare(const uint8_t* q, const float* w, int64_t H, int64_t Hp
   for (int64_t h = 0; h < Hp; ++h) w_out[h] = h < H ? w[h] : 0.0f;
 }
 
-// Keys 0 .. n−1 of `keys` as bf16 rows of 128 (row k at out + 128·k, the AMX A-tile layout with a
+// Keys codes[0 .. n−1] as bf16 rows of 128 (row k at out + 128·k, the AMX A-tile layout with a
 // 256-byte stride), rows n .. rows−1 zero; nan[k] for k < n.
-inline void convert_keys(const KeyBlock& keys, int64_t n, int64_t rows, uint16_t* out,
+inline void convert_keys(const uint8_t* const* codes, int64_t n, int64_t rows, uint16_t* out,
                          bool* nan) {
   for (int64_t k = 0; k < n; ++k) {
-    const uint8_t* c = keys.codes[k];
+    const uint8_t* c = codes[k];
     for (int64_t d = 0; d < kDim; ++d) out[k * kDim + d] = bf16_of_code(c[d]);
     nan[k] = key_has_nan(c);
   }
@@ -84,13 +84,16 @@ inline void convert_keys(const KeyBlock& keys, int64_t n, int64_t rows, uint16_t
 inline void epilogue_accumulate(const float* dots, int64_t ld, int64_t n, int64_t h0, int64_t nh,
                                 const float* w, float (*lanes)[16]) {
   for (int64_t k = 0; k < n; ++k) {
+    float acc[16];  // in a register: dots, w and lanes may alias as far as the compiler knows
+    for (int i = 0; i < 16; ++i) acc[i] = lanes[k][i];
     for (int64_t g = 0; g < nh; g += 16) {
       for (int i = 0; i < 16; ++i) {
         const float dot = dots[k * ld + g + i];
         const float relu = dot > 0.0f ? dot : 0.0f;  // NaN keys are patched by epilogue_finish
-        lanes[k][i] = __builtin_fmaf(w[h0 + g + i], relu, lanes[k][i]);
+        acc[i] = __builtin_fmaf(w[h0 + g + i], relu, acc[i]);
       }
     }
+    for (int i = 0; i < 16; ++i) lanes[k][i] = acc[i];
   }
 }
 
@@ -103,6 +106,14 @@ inline void epilogue_finish(float (*lanes)[16], int64_t n, const KeyBlock& keys,
     out[k] = nan[k] && H > 0 ? __builtin_nanf("") : l[0] * keys.scale[k];
   }
 }
+
+// The ordinary pieces a bf16 kernel is assembled from, as one type: these scalar forms, or the
+// vector forms of indexer_avx512.hpp (same output).
+struct BasicPieces {
+  static constexpr auto convert = &convert_keys;
+  static constexpr auto accumulate = &epilogue_accumulate;
+  static constexpr auto finish = &epilogue_finish;
+};
 
 }  // namespace
 }  // namespace dsv4cpu::detail::opt

@@ -125,7 +125,7 @@ TEST(AmxPieces, KeyBlockLayout) {
   for (int k = 0; k < 3; ++k) keys.codes[k] = &codes[static_cast<size_t>(k * 128)];
   std::vector<uint16_t> rows(16 * 128, 0xBEEF);
   bool nan[16];
-  opt::convert_keys(keys, 3, 16, rows.data(), nan);
+  opt::convert_keys(keys.codes, 3, 16, rows.data(), nan);
   for (int k = 0; k < 16; ++k)
     for (int d = 0; d < 128; ++d) {
       const uint16_t want = k < 3 ? opt::bf16_of_code(codes[k * 128 + d]) : 0;
@@ -206,7 +206,7 @@ void check_against_exact(const AmxCase& c, uint64_t seed) {
       keys.codes[k] = kv.codes(page, j % c.P);
       keys.scale[k] = kv.scale(page, j % c.P);
     }
-    opt::amx_block(tiles, opt::convert_keys, row, keys, n, &out[static_cast<size_t>(j0)]);
+    opt::amx_block<opt::BasicPieces>(tiles, row, keys, n, &out[static_cast<size_t>(j0)]);
     j0 += n;
   }
   // Every 16 keys × 64 heads take 4 k-steps × 4 C tiles (fewer heads, fewer tiles; none for H = 0).
@@ -239,7 +239,7 @@ TEST(AmxKernelOnTileModel, ScheduleCountsTiles) {
   }
   EmulatedTiles tiles;
   float out[16];
-  opt::amx_block(tiles, opt::convert_keys, PreparedRow{packed.data(), wp.data(), 64, 64}, keys,
+  opt::amx_block<opt::BasicPieces>(tiles, PreparedRow{packed.data(), wp.data(), 64, 64}, keys,
                  16, out);
   EXPECT_EQ(tiles.dots, 16);
   // numerics.md §11.6 example: all codes 1.0, w = 0.01, ks = 2⁻⁸: X = 0.32, B ≈ 3.66·10⁻⁶.
@@ -250,7 +250,7 @@ TEST(AmxKernelOnTileModel, ScheduleCountsTiles) {
 
 // The AMX variants of the logits ops: registered once each, selected first wherever they are
 // available, and available wherever the machine must offer AMX (isa_required: /proc/cpuinfo lists
-// amx_tile and amx_bf16, or DSV4CPU_REQUIRE_ISA names amx); elsewhere naming one is a ValueError.
+// amx_tile, amx_bf16 and avx512vbmi, or DSV4CPU_REQUIRE_ISA names amx); elsewhere naming one is a ValueError.
 TEST(AmxVariant, RegisteredGatedAndSelected) {
   for (const char* op : {"fp8_paged_mqa_logits", "indexer_topk"}) {
     const testing::RunList amx = testing::runs(op, testing::isa_plan("amx"));
