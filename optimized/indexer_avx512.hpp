@@ -28,8 +28,8 @@ struct MagnitudeTable<std::index_sequence<I...>> {
 };
 using Magnitudes = MagnitudeTable<std::make_index_sequence<128>>;
 
-inline void convert_keys_avx512(const uint8_t* const* codes, int64_t n, int64_t rows,
-                                uint16_t* out, bool* nan) {
+inline void convert_keys_avx512(const uint8_t* const* codes, int64_t n, int64_t rows, uint16_t* out,
+                                bool* nan) {
   const __m512i t0 = _mm512_load_si512(Magnitudes::bf16);
   const __m512i t1 = _mm512_load_si512(Magnitudes::bf16 + 32);
   const __m512i t2 = _mm512_load_si512(Magnitudes::bf16 + 64);
@@ -81,8 +81,8 @@ struct InterleaveTables<std::index_sequence<B...>> {
 };
 using Interleave = InterleaveTables<std::make_index_sequence<64>>;
 
-inline void convert_keys_vbmi(const uint8_t* const* codes, int64_t n, int64_t rows,
-                              uint16_t* out, bool* nan) {
+inline void convert_keys_vbmi(const uint8_t* const* codes, int64_t n, int64_t rows, uint16_t* out,
+                              bool* nan) {
   const __m512i lo0 = _mm512_load_si512(CodeBytes::lo), lo1 = _mm512_load_si512(CodeBytes::lo + 64);
   const __m512i hi0 = _mm512_load_si512(CodeBytes::hi), hi1 = _mm512_load_si512(CodeBytes::hi + 64);
   const __m512i first = _mm512_load_si512(Interleave::half[0]);
@@ -118,8 +118,8 @@ inline void epilogue_accumulate_avx512(const float* dots, int64_t ld, int64_t n,
   for (int64_t k = 0; k < n; ++k) {
     __m512 l = _mm512_loadu_ps(lanes[k]);
     for (int64_t g = 0; g < nh; g += 16)
-      l = _mm512_fmadd_ps(_mm512_loadu_ps(w + h0 + g), relu_avx512(_mm512_loadu_ps(dots + k * ld + g)),
-                          l);
+      l = _mm512_fmadd_ps(_mm512_loadu_ps(w + h0 + g),
+                          relu_avx512(_mm512_loadu_ps(dots + k * ld + g)), l);
     _mm512_storeu_ps(lanes[k], l);
   }
 }
@@ -140,7 +140,8 @@ inline void epilogue_finish_avx512(float (*lanes)[16], int64_t n, const KeyBlock
     // Width 8: s1[j] = keys 2j, 2j + 1 (eight sums each).
     __m512 s1[8];
     for (int j = 0; j < 8; ++j) {
-      const __m512 a = _mm512_loadu_ps(lanes[k0 + 2 * j]), b = _mm512_loadu_ps(lanes[k0 + 2 * j + 1]);
+      const __m512 a = _mm512_loadu_ps(lanes[k0 + 2 * j]),
+                   b = _mm512_loadu_ps(lanes[k0 + 2 * j + 1]);
       s1[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
     }
     // Width 4: 128-bit lane l of s2[j] = key 4j + l.
@@ -154,16 +155,16 @@ inline void epilogue_finish_avx512(float (*lanes)[16], int64_t n, const KeyBlock
       s3[j] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * j], s2[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
                             _mm512_shuffle_ps(s2[2 * j], s2[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     // Width 1: element 4l + p = key l + 4p; then in key order.
-    const __m512 sum =
-        _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                      _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 sum = _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_ps(s3[0], s3[1], _MM_SHUFFLE(3, 1, 3, 1)));
     const __m512 head_sum = _mm512_permutexvar_ps(order, sum);
     const int64_t m = n - k0 < 16 ? n - k0 : 16;
     const auto valid = static_cast<__mmask16>((1u << m) - 1u);
     __m512 r = _mm512_mul_ps(head_sum, _mm512_maskz_loadu_ps(valid, keys.scale + k0));
     if (H > 0) {
       __mmask16 nan_keys = 0;
-      for (int64_t k = 0; k < m; ++k) nan_keys |= static_cast<__mmask16>(nan[k0 + k] ? 1u << k : 0u);
+      for (int64_t k = 0; k < m; ++k)
+        nan_keys |= static_cast<__mmask16>(nan[k0 + k] ? 1u << k : 0u);
       r = _mm512_mask_blend_ps(nan_keys, r, qnan);
     }
     _mm512_mask_storeu_ps(out + k0, valid, r);

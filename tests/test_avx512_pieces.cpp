@@ -31,8 +31,7 @@ void convert_avx512(const uint8_t* const* codes, int64_t n, int64_t rows, uint16
                     bool* nan) {
   opt::convert_keys_avx512(codes, n, rows, out, nan);
 }
-void convert_vbmi(const uint8_t* const* codes, int64_t n, int64_t rows, uint16_t* out,
-                  bool* nan) {
+void convert_vbmi(const uint8_t* const* codes, int64_t n, int64_t rows, uint16_t* out, bool* nan) {
   opt::convert_keys_vbmi(codes, n, rows, out, nan);
 }
 void accumulate(const float* dots, int64_t ld, int64_t n, int64_t h0, int64_t nh, const float* w,
@@ -54,10 +53,10 @@ namespace opt = detail::opt;
 using detail::Isa;
 
 // Runs the test only where the ISA is there; a failure where the machine must offer it.
-#define DSV4CPU_REQUIRE(isa, name)                                                       \
-  if (!detail::isa_available(isa)) {                                                     \
-    if (testing::isa_required(name)) FAIL() << name " is required but not available";    \
-    GTEST_SKIP() << name " not available";                                               \
+#define DSV4CPU_REQUIRE(isa, name)                                                    \
+  if (!detail::isa_available(isa)) {                                                  \
+    if (testing::isa_required(name)) FAIL() << name " is required but not available"; \
+    GTEST_SKIP() << name " not available";                                            \
   }
 
 uint32_t bits(float x) {
@@ -139,8 +138,8 @@ TEST(Avx512Pieces, EpilogueIsTheScalarEpilogue) {
         vector_pieces::accumulate(dots.data(), ld, n, h0, nh, w.data(), lg);
         for (int64_t k = 0; k < n; ++k)
           for (int i = 0; i < 16; ++i)
-            ASSERT_EQ(bits(lg[k][i]), bits(lw[k][i])) << "Hp " << Hp << " n " << n << " key " << k
-                                                      << " lane " << i;
+            ASSERT_EQ(bits(lg[k][i]), bits(lw[k][i]))
+                << "Hp " << Hp << " n " << n << " key " << k << " lane " << i;
       }
       opt::KeyBlock keys{};
       bool nan[opt::kKeyBlock];
@@ -156,8 +155,8 @@ TEST(Avx512Pieces, EpilogueIsTheScalarEpilogue) {
         opt::epilogue_finish(lw2, n, keys, nan, H, want.data());
         vector_pieces::finish(lg2, n, keys, nan, H, got.data());
         for (size_t k = 0; k < want.size(); ++k)  // past n: untouched
-          ASSERT_EQ(bits(got[k]), bits(want[k])) << "Hp " << Hp << " n " << n << " H " << H
-                                                 << " key " << k;
+          ASSERT_EQ(bits(got[k]), bits(want[k]))
+              << "Hp " << Hp << " n " << n << " H " << H << " key " << k;
       }
     }
   }
