@@ -69,8 +69,8 @@ void amx_block(Tiles& t, const PreparedRow& row, const KeyBlock& keys, int64_t n
   };
   for (int64_t u = 0; u < units; ++u) {
     products(u);
-    if (u % chunks == 0 && u / chunks + 2 < tiles) convert(u / chunks + 2);
     if (u > 0) epilogue(u - 1);
+    if (u % chunks == 0 && u / chunks + 2 < tiles) convert(u / chunks + 2);
   }
   if (units > 0) epilogue(units - 1);
   for (int64_t kt = 2; kt < tiles && units == 0; ++kt) convert(kt);  // no heads: NaN flags only
