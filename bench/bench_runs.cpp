@@ -1,4 +1,7 @@
 // The benchmark list, derived from the registry through testing::runs.
+#include <algorithm>
+#include <string>
+
 #include "bench_util.hpp"
 
 namespace dsv4cpu::bench {
@@ -10,6 +13,15 @@ const char* traffic_name(Traffic t) {
     case Traffic::write: return "write";
   }
   return "read";
+}
+
+double peak_flops_per_cycle(const std::string& target) {
+  if (target == "AMX_BF16") return 1024;  // TDPBF16PS: 16·16·32 MACs every 16 cycles
+  if (target == "AVX512_BF16") return 2 * 2 * 32;  // VDPBF16PS: 32 MACs, two pipes
+  if (target.rfind("AVX3", 0) == 0) return 2 * 2 * 16;  // AVX3, AVX3_DL, AVX3_ZEN4, ...
+  if (target == "AVX2") return 2 * 2 * 8;
+  if (target == "SSE4" || target == "SSSE3" || target == "SSE2") return 2 * 4;  // mul + add
+  return 2;  // scalar: the reference, portable variants, EMU128
 }
 
 std::vector<BenchRun> benchmark_runs() {
@@ -41,15 +53,21 @@ void register_benchmarks() {
     Options options = b.run.options();
     options.check_finite = !b.unchecked;
     const std::string label = std::string("traffic=") + traffic_name(b.bench_case.traffic);
-    auto body = [prepare, options, label](benchmark::State& state) {
+    // The compute roof of the target that runs, at the clock Google Benchmark measured.
+    const double peak = peak_flops_per_cycle(b.run.target) *
+                        benchmark::CPUInfo::Get().cycles_per_second * std::max(b.run.threads, 1);
+    auto body = [prepare, options, label, peak](benchmark::State& state) {
       const Prepared p = prepare();
       for (auto _ : state) p.run(options);
       state.SetBytesProcessed(state.iterations() * p.bytes);
       state.SetLabel(label);
       if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
-      if (p.flops > 0)  // "flops": FLOP/s, compared with the ISA's peak by the dashboard
-        state.counters["flops"] = benchmark::Counter(
-            static_cast<double>(state.iterations() * p.flops), benchmark::Counter::kIsRate);
+      if (p.flops > 0) {  // FLOP/s, the roof "peak_flops" and the share of it "peak_share"
+        const auto flops = static_cast<double>(state.iterations() * p.flops);
+        state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
+        state.counters["peak_flops"] = peak;
+        state.counters["peak_share"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsRate);
+      }
     };
     benchmark::internal::Benchmark* r = benchmark::RegisterBenchmark(b.name.c_str(), body);
     if (b.run.threads == 2) r->UseRealTime();  // the work of both threads, in wall time

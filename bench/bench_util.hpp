@@ -76,6 +76,10 @@ struct BenchRun {
 // of every available variant, with 1 thread and (but the reference) 2, and (but the reference)
 // unchecked on 1 thread when the case has finiteness checks.
 std::vector<BenchRun> benchmark_runs();
+// FLOP per cycle and core of the instructions a run's target computes with (Run::target: the
+// Highway target or the fixed ISA, "" for scalar code): the compute roof of the "peak_share"
+// counter, two FMA pipes where the ISA has them.
+double peak_flops_per_cycle(const std::string& target);
 // Registers benchmark_runs() with Google Benchmark.
 void register_benchmarks();
 // Registers layer_step/... (bench_layer_step.cpp): one C4A layer step, reference and optimized.

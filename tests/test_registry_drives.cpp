@@ -146,6 +146,24 @@ TEST(RegistryDrives, BenchmarkList) {
   EXPECT_EQ(std::find(names.begin(), names.end(), amx) != names.end(), amx_here());
 }
 
+// The compute roof of a benchmark follows the target that runs, not the variant's name.
+TEST(RegistryDrives, BenchmarkPeakByTarget) {
+  EXPECT_EQ(bench::peak_flops_per_cycle("AMX_BF16"), 1024.0);  // 16·16·32 MACs per 16 cycles
+  EXPECT_EQ(bench::peak_flops_per_cycle("AVX512_BF16"), 128.0);
+  for (const char* avx3 : {"AVX3", "AVX3_DL", "AVX3_ZEN4"})
+    EXPECT_EQ(bench::peak_flops_per_cycle(avx3), 64.0) << avx3;
+  EXPECT_EQ(bench::peak_flops_per_cycle("AVX2"), 32.0);
+  EXPECT_EQ(bench::peak_flops_per_cycle("SSE4"), 8.0);
+  for (const char* scalar : {"", "EMU128", "SCALAR"})
+    EXPECT_EQ(bench::peak_flops_per_cycle(scalar), 2.0) << scalar;
+  // The runs of a Highway variant carry the target they run on, whatever the variant is called.
+  add_variants();
+  for (const bench::BenchRun& b : bench::benchmark_runs()) {
+    if (b.run.variant.name != std::string(kHighway)) continue;
+    EXPECT_EQ(b.run.target, detail::highway_target()) << b.name;
+  }
+}
+
 // dsv4cpu-verify --impl all: every run of the op on an embedded fixture, passing; an absent
 // fixed-ISA variant is listed as skipped (failed when its ISA is required).
 TEST(RegistryDrives, VerifierImplAll) {

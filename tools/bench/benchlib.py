@@ -34,12 +34,6 @@ ROOF_BOUND_SHARE = 0.25
 # a VM may report only "AMD EPYC" for hosts of different clocks.
 MACHINE_KEYS = ("cpu_model", "mhz_per_cpu", "num_cpus")
 
-# Single-precision FLOP per cycle and core of each ISA (two FMA pipes): the compute roofline for
-# benchmarks that report a "flops" counter. The peak is this times the measured clock.
-FLOP_PER_CYCLE = {"amx": 1024 * 2, "avx512bf16": 2 * 2 * 32, "avx512": 2 * 2 * 16,
-                  "avx2": 2 * 2 * 8, "sse4": 2 * 4, "scalar": 2}
-
-
 def median(values):
     return statistics.median(values) if values else None
 
@@ -57,6 +51,7 @@ class Bench:
     times_ns: list = field(default_factory=list)   # time per iteration, one per repetition
     bytes_per_second: list = field(default_factory=list)
     flops_per_second: list = field(default_factory=list)
+    peak_flops: list = field(default_factory=list)  # the roof of the target that ran (the suite's)
 
     @property
     def median_ns(self):
@@ -196,9 +191,8 @@ class Results:
         return 1 - u.median_ns / bench.median_ns if u else None
 
     def peak_flops(self, bench):
-        isa = bench.variant if bench.variant in FLOP_PER_CYCLE else "avx512" if bench.variant == "hwy" else "scalar"
-        mhz = self.context.get("mhz_per_cpu")
-        return FLOP_PER_CYCLE[isa] * mhz * 1e6 * bench.threads if mhz else None
+        """The compute roof the suite reported for the run's target (bench/bench_runs.cpp)."""
+        return median(bench.peak_flops)
 
     def ops(self):
         out = []
@@ -237,6 +231,8 @@ def load(path):
             b.bytes_per_second.append(row["bytes_per_second"])
         if "flops" in row:
             b.flops_per_second.append(row["flops"])
+        if "peak_flops" in row:
+            b.peak_flops.append(row["peak_flops"])
     return Results(path, doc.get("context", {}), benches)
 
 
