@@ -77,7 +77,7 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
     emitting[static_cast<size_t>(t)] = emits(pos(t), kv_slot(t), r);
     any_emits |= emitting[static_cast<size_t>(t)] != 0;
     if (emitting[static_cast<size_t>(t)] && bad == a.N &&
-        ((pos(t) / r) * r >= a.R || gather(t, a.W - 1) < 0))
+        (rope_row(pos(t), r) >= a.R || gather(t, a.W - 1) < 0))
       bad = t;
   }
   if (const RepeatedSlot rep =
@@ -86,7 +86,7 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
                               emitting.data()))
     fail_repeated_slot(op, "kv_slot_mapping", a.kv_slot_mapping, rep);
   if (bad < a.N) {
-    const int64_t p = pos(bad), p0 = (p / r) * r;
+    const int64_t p = pos(bad), p0 = rope_row(p, r);
     if (p0 >= a.R)
       fail<IndexError>(op, "positions", {bad}, std::to_string(p),
                        "RoPE row (p / r) * r = " + std::to_string(p0) + " beyond cos_sin_cache",
@@ -102,7 +102,7 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
   const float* cs = a.cos_sin_cache.ptr<const float>();
   for (int64_t t = 0; t < a.N; ++t) {
     if (!emitting[static_cast<size_t>(t)]) continue;
-    const int64_t p0 = (pos(t) / r) * r;
+    const int64_t p0 = rope_row(pos(t), r);
     check_finite_row(op, "cos_sin_cache", p0, cs + p0 * 64, 64);
   }
   // (f) is the kernel's: it computes every entry into scratch and checks before writing.

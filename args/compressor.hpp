@@ -87,6 +87,10 @@ inline bool emits(int64_t position, int64_t kv_slot, int64_t r) {
   return position % r == r - 1 && kv_slot >= 0;
 }
 
+// compressor.md §6.2 step 4 (numerics.md §8.5): the cos/sin table row of the entry a token at
+// position p >= 0 emits, the position of the entry's first token: (p / r)·r.
+inline int64_t rope_row(int64_t position, int64_t r) { return position / r * r; }
+
 // ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
 // validated arguments ----
 

@@ -336,9 +336,8 @@ bool Finish(const CompressNormRopeStoreArgs& a, int64_t p, const float* c, uint8
     hn::Store(x, d, n + i);
     if (i < nope) hn::Store(RoundBf16(x), d, v + i);
   }
-  // RoPE on n[nope..HD) with table row p0 = (p / r)·r, then bf16 (interleaved order kept).
-  const int64_t p0 = (p / a.compress_ratio) * a.compress_ratio;
-  const float* cs = a.cos_sin_cache.ptr<const float>() + p0 * 64;
+  // RoPE on n[nope..HD) with table row rope_row(p, r), then bf16 (interleaved order kept).
+  const float* cs = a.cos_sin_cache.ptr<const float>() + rope_row(p, a.compress_ratio) * 64;
   RopePairs(cs, cs + 32, n + nope, 32, n + nope);
   HWY_ALIGN uint32_t rope_bits[64];
   for (size_t k = 0; k < 64; k += N) {

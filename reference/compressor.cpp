@@ -119,7 +119,7 @@ void compute_entry(const CompressNormRopeStoreArgs& a, int64_t t, bool check, ui
 
   // Step 4: RoPE on the fp32 n[nope..HD) with table row p0 = (p / r)·r (numerics.md §8.5), then
   // bf16 rounding in the original interleaved order.
-  const float* cs = a.cos_sin_cache.ptr<const float>() + (p / r) * r * 64;
+  const float* cs = a.cos_sin_cache.ptr<const float>() + rope_row(p, r) * 64;
   float rot[64];
   for (int i = 0; i < 32; ++i)
     rope_pair(n[nope + 2 * i], n[nope + 2 * i + 1], cs[i], cs[32 + i], &rot[2 * i],
