@@ -74,7 +74,7 @@ testing::KCache make_cache(std::mt19937_64& rng, const BlockTable& table,
   for (int64_t page = 0; page < kv.pages; ++page)
     for (int64_t e = 0; e < P; ++e) {
       fill_garbage(rng, key.data(), key.size());
-      for (auto& c : key) c = testing::is_nan_code(c) ? 0x7E : c;
+      for (auto& c : key) c = testing::fp8_is_nan(c) ? 0x7E : c;
       kv.set(page, e, key.data(), 0x1p20f);
     }
   const std::vector<int64_t> dims = boundary_indices(128);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsv4cpu/tensor.hpp"
+#include "testing/contracts.hpp"
 
 namespace dsv4cpu::testing {
 
@@ -38,14 +39,12 @@ inline void fill_decoys(std::mt19937_64& rng, float* dst, size_t n) {
   }
 }
 
-inline bool is_nan_code(uint8_t c) { return (c & 0x7F) == 0x7F; }
-
 // A random finite e4m3 code; about one in four is subnormal or zero (E = 0).
 inline uint8_t random_code(std::mt19937_64& rng) {
   for (;;) {
     uint8_t c = static_cast<uint8_t>(rng() & 0xFF);
     if (rng() % 4 == 0) c &= 0x87;  // E = 0: ±m·2⁻⁹
-    if (!is_nan_code(c)) return c;
+    if (!fp8_is_nan(c)) return c;
   }
 }
 

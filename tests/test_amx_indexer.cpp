@@ -62,7 +62,7 @@ TEST(AmxModel, Tdpbf16psHandExample) {
 TEST(AmxPieces, Fp8ToBf16IsExactForEveryFiniteCode) {
   for (int c = 0; c < 256; ++c) {
     const auto code = static_cast<uint8_t>(c);
-    if (testing::is_nan_code(code)) continue;
+    if (testing::fp8_is_nan(code)) continue;
     EXPECT_EQ(opt::bf16_of_code(code), to_bf16(fp8_e4m3_decode(code))) << "code " << c;
   }
   // Spot values by hand: 0x38 = 1.0, 0x01 = 2⁻⁹ (bf16 0x3B00), 0x83 = −3·2⁻⁹, 0x7E = 448.
