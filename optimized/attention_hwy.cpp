@@ -39,6 +39,7 @@
 #include "args/attention.hpp"
 #include "args/fp8_ds_mla.hpp"
 #include "core/check.hpp"
+#include "optimized/attention_decode_hwy-inl.h"
 #include "optimized/attention_kernel.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
@@ -84,66 +85,7 @@ struct AttentionScratch {
 HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
-constexpr size_t kN = kMaxLanesF;               // lanes per vector
-constexpr size_t kHeadVecs = kHeadBlock / kN;   // vectors per head group
-using D16 = hn::Rebind<uint16_t, DF>;
-using D8 = hn::Rebind<uint8_t, DF>;
-using DI = hn::RebindToSigned<DF>;
-
-// ---- dequantisation (attention.md §2.4) ----
-
-// The kN values d .. d + kN − 1 of one row (d a multiple of kN). NoPE: the e4m3 value (E ≥ 1: the
-// code's bits rebiased by +120 in the exponent; E = 0: m·2⁻⁹, or ±2⁻⁷·(1 + m/8) with vllm, which
-// is the rebiased form too), times the tile factor `scale[d / 64]` (tile_scale), in vllm rounded
-// to bf16 and +0 for a tile with byte 0. RoPE: the bf16 value widened.
-HWY_INLINE VF DecodeChunk(const uint8_t* data, const uint8_t* bytes, const float* scale, bool vllm,
-                          size_t d) {
-  const DF df;
-  const DU du;
-  if (d >= static_cast<size_t>(kMlaNope)) {
-    uint16_t rope[kN];
-    std::memcpy(rope, data + kMlaNope + 2 * (d - kMlaNope), sizeof rope);  // little-endian host
-    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(D16(), rope))));
-  }
-  const size_t tile = d / kMlaTile;
-  if (vllm && bytes[tile] == 0) return hn::Zero(df);
-  const VU c = hn::PromoteTo(du, hn::LoadU(D8(), data + d));
-  const VU mag = hn::And(c, hn::Set(du, 0x7Fu));
-  VF v = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(du, 120u << 23)));
-  if (!vllm) {
-    const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(DI(), mag)), hn::Set(df, 0x1p-9f));
-    v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(du, 8u))), sub, v);
-  }
-  v = hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(c, hn::Set(du, 0x80u)))));
-  v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(du, 0x7Fu))),
-                     SetBits(0x7FC00000u), v);  // NaN codes
-  v = hn::Mul(v, hn::Set(df, scale[tile]));
-  return vllm ? RoundBf16(v) : v;
-}
-
-// Whether the n bf16 values hold a subnormal.
-bool HasSubnormalBf16(const uint16_t* x, size_t n) {
-  const hn::ScalableTag<uint16_t> d16;
-  using V16 = hn::Vec<decltype(d16)>;
-  V16 any = hn::Zero(d16);
-  const V16 exponent = hn::Set(d16, 0x7F80), mantissa = hn::Set(d16, 0x007F);
-  for (size_t i = 0; i < n; i += hn::Lanes(d16)) {
-    const V16 v = hn::LoadU(d16, x + i);
-    const auto sub = hn::And(hn::Eq(hn::And(v, exponent), hn::Zero(d16)),
-                             hn::Ne(hn::And(v, mantissa), hn::Zero(d16)));
-    any = hn::Or(any, hn::VecFromMask(d16, sub));
-  }
-  return !hn::AllTrue(d16, hn::Eq(any, hn::Zero(d16)));
-}
-
-// Whether a row's values are exact normal bf16 numbers (or zero) for the bf16 products.
-bool RowBf16Exact(const uint8_t* data, const uint8_t* bytes, bool vllm) {
-  for (int k = 0; k < kMlaTiles; ++k)
-    if (!((bytes[k] >= 10 && bytes[k] <= 246) || (vllm && bytes[k] == 0))) return false;
-  uint16_t rope[kMlaRope];
-  std::memcpy(rope, data + kMlaNope, sizeof rope);  // little-endian host
-  return !HasSubnormalBf16(rope, kMlaRope);
-}
+constexpr size_t kHeadVecs = kHeadBlock / kN;  // vectors per head group
 
 // Prefetches the cache lines of rows b .. e − 1 (576 data bytes and the scale bytes each) into
 // the second-level cache: a block's rows are fetched while the block before is computed.
@@ -153,56 +95,6 @@ void PrefetchRows(const uint8_t* const* data, const uint8_t* const* scales, int6
     for (int64_t o = 0; o < kMlaDataBytes; o += 64) __builtin_prefetch(data[j] + o, 0, 2);
     __builtin_prefetch(scales[j], 0, 2);
   }
-}
-
-// Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`), bf16
-// rows (`krows`, zero rows up to a multiple of kRowAlign) and row pairs (`vpairs`, zero pairs up
-// to a multiple of 16 pairs). Returns false when a value is NaN or infinite.
-bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
-                 NopeDecode mode, float* rows, uint16_t* krows, uint32_t* vpairs) {
-  const DF df;
-  const DU du;
-  const bool vllm = mode == NopeDecode::vllm;
-  VU emax = hn::Zero(du);  // the largest exponent field seen
-  for (int64_t i = 0; 2 * i < n; ++i) {
-    const int64_t j = 2 * i;
-    const bool second = j + 1 < n;
-    float scale_a[kMlaTiles], scale_b[kMlaTiles];
-    for (int k = 0; k < kMlaTiles; ++k) {
-      scale_a[k] = tile_scale(scales[j][k], mode);
-      scale_b[k] = second ? tile_scale(scales[j + 1][k], mode) : 0.0f;
-    }
-    for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kN) {
-      const VF a = DecodeChunk(data[j], scales[j], scale_a, vllm, d);
-      const VF vb = second ? DecodeChunk(data[j + 1], scales[j + 1], scale_b, vllm, d)
-                           : hn::Zero(df);
-      const VU ab = hn::BitCast(du, a), bb = hn::BitCast(du, vb);
-      const VU exp_mask = hn::Set(du, 0x7F800000u);
-      emax = hn::Max(emax, hn::Max(hn::And(ab, exp_mask), hn::And(bb, exp_mask)));
-      if (rows) {
-        hn::Store(a, df, rows + j * kMlaDim + d);
-        if (second) hn::Store(vb, df, rows + (j + 1) * kMlaDim + d);
-      }
-      if (krows) {
-        hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(ab)), D16(), krows + j * kMlaDim + d);
-        hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(bb)), D16(),
-                   krows + (j + 1) * kMlaDim + d);
-        hn::Store(hn::Or(hn::ShiftRight<16>(ab), hn::And(bb, hn::Set(du, 0xFFFF0000u))), du,
-                  vpairs + d / 64 * kVpBlock + i * 64 + d % 64);
-      }
-    }
-  }
-  if (krows) {
-    const int64_t rows_end = (n + kRowAlign - 1) / kRowAlign * kRowAlign;
-    const int64_t done = (n + 1) / 2 * 2;  // rows written, the pad row of an odd n included
-    if (rows_end > done)
-      std::memset(krows + done * kMlaDim, 0, static_cast<size_t>((rows_end - done) * kMlaDim) * 2);
-    const int64_t pairs = (n + 1) / 2, pairs_end = (pairs + 15) / 16 * 16;
-    for (int64_t d0 = 0; d0 < kMlaDim; d0 += 64)
-      std::memset(vpairs + d0 / 64 * kVpBlock + pairs * 64, 0,
-                  static_cast<size_t>((pairs_end - pairs) * 64) * sizeof(uint32_t));
-  }
-  return hn::AllFalse(du, hn::Eq(emax, hn::Set(du, 0x7F800000u)));
 }
 
 // ---- the fp32 products ----
@@ -420,8 +312,15 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       any_bf16 |= rows_exact && q_exact[g];
       any_f32 |= !(rows_exact && q_exact[g]);
     }
-    if (!DecodeBlock(data + j0, scales + j0, n, a.nope_decode, any_f32 ? rows : nullptr,
-                     any_bf16 ? krows : nullptr, vpairs)) {
+#if HWY_TARGET != HWY_SCALAR
+    const bool finite = any_f32 ? DecodeBlock(data + j0, scales + j0, n, a.nope_decode, rows,
+                                              any_bf16 ? krows : nullptr, vpairs)
+                                : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vpairs);
+#else
+    const bool finite = DecodeBlock(data + j0, scales + j0, n, a.nope_decode,
+                                    any_f32 ? rows : nullptr, any_bf16 ? krows : nullptr, vpairs);
+#endif
+    if (!finite) {
       nan_token = true;  // §2.6: every score of the token is non-finite
       break;
     }

@@ -1,0 +1,178 @@
+// The bf16 dequantisation of sparse_mla_attention (optimized/attention_decode_hwy-inl.h), compiled
+// here for every Highway target: for blocks of bf16-exact rows (every scale byte in [10, 246], or 0
+// with nope_decode = vllm; no bf16 subnormal among the RoPE values), DecodeBlockBf16 gives the bf16
+// rows and row pairs of DecodeBlock bit for bit, and the same finiteness (NaN codes, non-finite
+// RoPE values). The op-level properties compare attention outputs within a bound, where one wrong
+// bf16 operand may hide; this compares the operands themselves.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "prop_attention_decode_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "optimized/attention_decode_hwy-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
+
+// Both decoders on one block; false where DecodeBlockBf16 is not built (the SCALAR target).
+bool DecodeBoth(const uint8_t* const* data, const uint8_t* const* scales, int64_t n, bool vllm,
+                uint16_t* krows, uint32_t* vpairs, bool* finite, uint16_t* krows_bf16,
+                uint32_t* vpairs_bf16, bool* finite_bf16) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)data, (void)scales, (void)n, (void)vllm, (void)krows, (void)vpairs, (void)finite;
+  (void)krows_bf16, (void)vpairs_bf16, (void)finite_bf16;
+  return false;
+#else
+  *finite = DecodeBlock(data, scales, n, vllm ? NopeDecode::vllm : NopeDecode::exact, nullptr,
+                        krows, vpairs);
+  *finite_bf16 = DecodeBlockBf16(data, scales, n, vllm, krows_bf16, vpairs_bf16);
+  return true;
+#endif
+}
+
+}  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <hwy/aligned_allocator.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "generators.hpp"
+#include "testing/caches.hpp"
+
+namespace dsv4cpu::detail::opt {
+HWY_EXPORT(DecodeBoth);
+}  // namespace dsv4cpu::detail::opt
+
+namespace dsv4cpu::prop {
+namespace {
+
+using detail::kAttentionBlock;
+using detail::kMlaDataBytes;
+using detail::kMlaDim;
+using detail::kMlaNope;
+using detail::kMlaRope;
+using detail::kMlaTiles;
+using detail::opt::kVpBlock;
+
+// One block of n rows of 576 data bytes and 8 scale bytes, bf16-exact by construction, with the
+// codes and values that take each path: zero codes of both signs, E = 0 codes, NaN codes, RoPE
+// infinities and NaN (rarely, so that most blocks are finite), boundary scale bytes.
+struct Block {
+  std::vector<uint8_t> data, scales;
+  std::vector<const uint8_t*> data_rows, scale_rows;
+};
+
+Block make_block(std::mt19937_64& rng, int64_t n, bool vllm, bool specials) {
+  Block b;
+  b.data.resize(static_cast<size_t>(n * kMlaDataBytes));
+  b.scales.resize(static_cast<size_t>(n * 8));
+  const uint8_t edges[] = {10, 11, 126, 127, 128, 245, 246};
+  for (int64_t j = 0; j < n; ++j) {
+    uint8_t* row = &b.data[static_cast<size_t>(j * kMlaDataBytes)];
+    uint8_t* bytes = &b.scales[static_cast<size_t>(j * 8)];
+    for (int k = 0; k < kMlaTiles; ++k) {
+      const uint64_t r = rng() % 8;
+      bytes[k] = r == 0   ? edges[rng() % std::size(edges)]
+                 : r == 1 && vllm ? uint8_t{0}
+                                  : static_cast<uint8_t>(10 + rng() % 237);
+    }
+    bytes[kMlaTiles] = 0;  // the pad byte
+    for (int d = 0; d < kMlaNope; ++d) {
+      const uint64_t r = rng() % 16;
+      row[d] = r == 0 ? uint8_t{0} : r == 1 ? uint8_t{0x80} : r < 4 ? static_cast<uint8_t>(rng() & 0x87)
+                                                                    : testing::random_code(rng);
+    }
+    if (specials && rng() % 4 == 0) row[rng() % kMlaNope] = (rng() & 1) ? 0x7F : 0xFF;
+    for (int i = 0; i < kMlaRope; ++i) {
+      // Normal bf16 values or zero (no subnormal: the rows are bf16-exact).
+      uint16_t h = static_cast<uint16_t>(rng());
+      if ((h & 0x7F80) == 0) h &= 0x8000;
+      if ((h & 0x7F80) == 0x7F80 && !(specials && rng() % 8 == 0)) h &= 0xBFFF;  // mostly finite
+      std::memcpy(row + kMlaNope + 2 * i, &h, 2);
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    b.data_rows.push_back(&b.data[static_cast<size_t>(j * kMlaDataBytes)]);
+    b.scale_rows.push_back(&b.scales[static_cast<size_t>(j * 8)]);
+  }
+  return b;
+}
+
+// "" when both decoders agree on every target, else what differs first.
+std::string compare_decoders(const Block& b, int64_t n, bool vllm, const std::string& what) {
+  const size_t krows_size = static_cast<size_t>(kAttentionBlock * kMlaDim);
+  const size_t vpairs_size = static_cast<size_t>(8 * kVpBlock);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    // Aligned as the driver's buffers (DecodeBlock stores whole aligned vectors).
+    auto krows = hwy::AllocateAligned<uint16_t>(krows_size);
+    auto krows_bf16 = hwy::AllocateAligned<uint16_t>(krows_size);
+    auto vpairs = hwy::AllocateAligned<uint32_t>(vpairs_size);
+    auto vpairs_bf16 = hwy::AllocateAligned<uint32_t>(vpairs_size);
+    std::fill(krows.get(), krows.get() + krows_size, uint16_t{0xBEEF});
+    std::fill(krows_bf16.get(), krows_bf16.get() + krows_size, uint16_t{0xBEEF});
+    std::fill(vpairs.get(), vpairs.get() + vpairs_size, 0xDEADBEEFu);
+    std::fill(vpairs_bf16.get(), vpairs_bf16.get() + vpairs_size, 0xDEADBEEFu);
+    bool finite = false, finite_bf16 = false;
+    const bool ran = HWY_DYNAMIC_DISPATCH(detail::opt::DecodeBoth)(
+        b.data_rows.data(), b.scale_rows.data(), n, vllm, krows.get(), vpairs.get(), &finite,
+        krows_bf16.get(), vpairs_bf16.get(), &finite_bf16);
+    hwy::SetSupportedTargetsForTest(0);
+    if (!ran) continue;
+    const std::string at = what + " on " + hwy::TargetName(target);
+    if (finite_bf16 != finite) return at + ": finite " + std::to_string(finite_bf16) + ", want " + std::to_string(finite);
+    if (!finite) continue;  // the token's rows are NaN; the operands are not used
+    for (size_t i = 0; i < krows_size; ++i)
+      if (krows_bf16[i] != krows[i])
+        return at + ": bf16 row " + std::to_string(i / kMlaDim) + " dim " +
+                std::to_string(i % kMlaDim) + ": " + std::to_string(krows_bf16[i]) + ", want " +
+                std::to_string(krows[i]);
+    for (size_t i = 0; i < vpairs_size; ++i)
+      if (vpairs_bf16[i] != vpairs[i])
+        return at + ": row pair word " + std::to_string(i) + ": " + std::to_string(vpairs_bf16[i]) +
+                ", want " + std::to_string(vpairs[i]);
+  }
+  return "";
+}
+
+RC_GTEST_PROP(AttentionDecodeHwy, Bf16DecodeIsDecodeBlock, ()) {
+  const Seed seed = *gen_seed();
+  std::mt19937_64 rng(seed.value);
+  const bool vllm = rng() % 2 == 0, specials = rng() % 3 == 0;
+  const int64_t n = 1 + static_cast<int64_t>(rng() % kAttentionBlock);
+  const std::string diff = compare_decoders(make_block(rng, n, vllm, specials), n, vllm,
+                                           "n " + std::to_string(n) + (vllm ? " vllm" : " exact"));
+  if (!diff.empty()) RC_FAIL(diff);
+}
+
+// Every code in every position class, at the extreme scale bytes, exact and vllm: 256 codes in
+// the 448 NoPE dims of two rows (one odd block: the pad row too).
+TEST(AttentionDecodeHwy, EveryCodeAtEveryEdgeScale) {
+  for (const bool vllm : {false, true})
+    for (const uint8_t s : {uint8_t{10}, uint8_t{127}, uint8_t{246}}) {
+      std::mt19937_64 rng(s);
+      Block b = make_block(rng, 3, vllm, false);
+      for (int64_t j = 0; j < 3; ++j)
+        for (int d = 0; d < kMlaNope; ++d) {
+          uint8_t c = static_cast<uint8_t>((d + 200 * j) % 256);
+          if ((c & 0x7F) == 0x7F) c = static_cast<uint8_t>(c ^ 1);
+          b.data[static_cast<size_t>(j * kMlaDataBytes + d)] = c;
+        }
+      for (uint8_t& byte : b.scales) byte = s;
+      EXPECT_EQ(compare_decoders(b, 3, vllm,
+                                 std::string(vllm ? "vllm" : "exact") + " s " + std::to_string(s)),
+                "");
+    }
+}
+
+}  // namespace
+}  // namespace dsv4cpu::prop
+#endif  // HWY_ONCE
