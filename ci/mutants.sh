@@ -34,7 +34,7 @@ family_targets() {
     topk) echo prop_topk_transform test_topk_transform test_indexer_topk ;;
     metadata) echo prop_metadata test_metadata_examples test_metadata_random \
                    test_map_local_to_global_slots ;;
-    attention) echo prop_attention test_attention_sparse test_amx_attention \
+    attention) echo prop_attention prop_attention_decode_hwy test_attention_sparse test_amx_attention \
                     test_inverse_gptj_rope_o_proj ;;
     insert) echo prop_attention test_attention_insert ;;
     numerics) echo prop_numerics_hwy test_numerics_fma ;;
