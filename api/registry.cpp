@@ -1,6 +1,8 @@
-// The registry: every op's variants in order of preference, the reference last and always
-// available (oneDNN style), and the op listing behind registered_ops(). Adding a variant is one
-// line in its list; ops that share an argument pack share one list.
+// The registry: every op's variants in the fallback order of preference, the reference last and
+// always available (oneDNN style), and the op listing behind registered_ops(). op_entry puts each
+// list in this CPU's order once (the table of core/registry.cpp; a CPU of another vendor keeps
+// this order). Adding a variant is one line in its list; ops that share an argument pack share one
+// list.
 //
 //   reference(k)                  the scalar oracle ("ref")
 //   highway(name, k)              Highway dynamic dispatch (every compiled target is a test run)

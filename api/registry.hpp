@@ -22,8 +22,9 @@ namespace dsv4cpu::detail {
 [[noreturn]] void throw_unavailable_variant(const char* op, const std::string& variant,
                                             const std::string& available);
 
-// The variant Options select (Options::variant by name, else by Impl); ValueError for an unknown
-// variant or an unavailable one named explicitly. selected_variant() runs this very code.
+// The variant Options select (Options::variant by name, else by Impl: the first variant this CPU
+// runs, the list being in this CPU's order); ValueError for an unknown variant or an unavailable
+// one named explicitly. selected_variant() runs this very code.
 template <class Args>
 const Variant<Args>& select_variant(const char* op, const VariantList<Args>& list,
                                     const Options& o) {
@@ -42,9 +43,7 @@ const Variant<Args>& select_variant(const char* op, const VariantList<Args>& lis
     throw_unavailable_variant(op, o.variant, runnable);
   }
   if (o.impl == Impl::reference) return list.back();
-  for (const Variant<Args>& v : list)
-    if (available(v.dispatch)) return v;  // optimized and best coincide: the reference is last
-  return list.back();
+  return first_runnable(this_cpu(), list);  // optimized and best coincide: the reference is last
 }
 
 struct OpEntry;
@@ -60,12 +59,15 @@ struct OpEntry {
   const std::type_info* args;  // typeid(Args)
   OpInfo (*info)(const OpEntry&);
   const char* (*select)(const OpEntry&, const Options&);
-  // Test hook: a copy of the reference kernel under `name` with `dispatch`, before the reference.
+  // Test hook: a copy of the reference kernel under `name` with `dispatch`, placed in this CPU's
+  // order (after the variants of its rank, before the reference).
   void (*add_copy_of_reference)(const OpEntry&, const char* name, const Dispatch& dispatch);
 };
 
+// Puts `list` in this CPU's order (order_for; twice for a shared list changes nothing).
 template <class Args>
 OpEntry op_entry(const char* name, VariantList<Args>& list) {
+  order_for(this_cpu(), list);
   OpEntry e{name, &list, &typeid(Args), nullptr, nullptr, nullptr};
   e.info = [](const OpEntry& op) {
     OpInfo info{op.name, {}};
@@ -79,6 +81,7 @@ OpEntry op_entry(const char* name, VariantList<Args>& list) {
   e.add_copy_of_reference = [](const OpEntry& op, const char* variant, const Dispatch& d) {
     auto& l = *static_cast<VariantList<Args>*>(op.list);
     l.insert(l.end() - 1, Variant<Args>{variant, Role::optimized, d, l.back().run});
+    order_for(this_cpu(), l);
   };
   return e;
 }
@@ -115,8 +118,8 @@ void run(const char* op, Args& args, const Options& o) {
 }
 
 // Test hook: registers a copy of `op`'s reference kernel as an optimized variant `name` (placed
-// before the reference) with `dispatch`, in the list `op` shares with the ops of its argument pack;
-// false for an unknown op. Not thread-safe: call it before anything runs.
+// in this CPU's order, before the reference) with `dispatch`, in the list `op` shares with the
+// ops of its argument pack; false for an unknown op. Not thread-safe: call it before anything runs.
 bool add_variant_for_test(const std::string& op, const char* name, const Dispatch& dispatch);
 
 }  // namespace dsv4cpu::detail

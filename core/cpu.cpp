@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace dsv4cpu::detail {
 namespace {
 
@@ -94,16 +96,36 @@ std::vector<std::string> isa_cpuinfo_flags(Isa isa) {
   return {};
 }
 
-bool isa_available(Isa isa) noexcept {
-  static const bool avx512bf16 = avx512bf16_cpu();  // once, thread-safe
-  static const bool amx = amx_cpu_and_os();
+bool isa_available(Isa isa) noexcept { return isa_on(this_cpu(), isa); }
+
+CpuVendor cpu_vendor(std::string_view vendor_id) noexcept {
+  if (vendor_id == "GenuineIntel") return CpuVendor::intel;
+  if (vendor_id == "AuthenticAMD") return CpuVendor::amd;
+  return CpuVendor::other;
+}
+
+const CpuDescription& this_cpu() noexcept {
+  static const CpuDescription cpu = [] {  // once, thread-safe
+    // CPUID leaf 0: the vendor string in EBX, EDX, ECX.
+    const CpuidRegs l0 = cpuid(0, 0);
+    char id[12];
+    std::memcpy(id, &l0.b, 4);
+    std::memcpy(id + 4, &l0.d, 4);
+    std::memcpy(id + 8, &l0.c, 4);
+    return CpuDescription{cpu_vendor(std::string_view(id, sizeof id)), avx512bf16_cpu(),
+                          amx_cpu_and_os()};
+  }();
+  return cpu;
+}
+
+bool isa_on(const CpuDescription& cpu, Isa isa) noexcept {
   switch (isa) {
     case Isa::none:
       return true;
     case Isa::avx512bf16:
-      return avx512bf16;
+      return cpu.avx512bf16;
     case Isa::amx:
-      return amx;
+      return cpu.amx;
   }
   return false;
 }

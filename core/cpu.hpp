@@ -25,6 +25,21 @@ std::vector<std::string> isa_cpuinfo_flags(Isa isa);
 // also arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). Probed once per process; none: true.
 bool isa_available(Isa isa) noexcept;
 
+// The CPU as the variant order reads it (core/registry.hpp, order_for): the vendor of CPUID leaf 0
+// and the fixed ISAs this CPU and OS run (as isa_available says).
+enum class CpuVendor : uint8_t { other, intel, amd };
+struct CpuDescription {
+  CpuVendor vendor = CpuVendor::other;
+  bool avx512bf16 = false;
+  bool amx = false;
+};
+// "GenuineIntel": intel, "AuthenticAMD": amd, any other vendor string: other.
+CpuVendor cpu_vendor(std::string_view vendor_id) noexcept;
+// This CPU and OS, probed once per process.
+const CpuDescription& this_cpu() noexcept;
+// Whether code built for `isa` runs on `cpu` (Isa::none: always).
+bool isa_on(const CpuDescription& cpu, Isa isa) noexcept;
+
 // Highway targets (hwy::TargetName) compiled into the library and supported by this CPU, best
 // first; `bits` is the target's bit as hwy::SetSupportedTargetsForTest takes it.
 struct HighwayTarget {

@@ -63,6 +63,17 @@ std::string upper(std::string s) {
 
 }  // namespace
 
+std::string cpuinfo_vendor() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("vendor_id", 0) == 0 && line.find(':') != std::string::npos) {
+      const std::vector<std::string> words = split(line.substr(line.find(':') + 1), ' ');
+      return words.empty() ? "" : words.front();
+    }
+  return "";
+}
+
 bool isa_required(const std::string& isa) {
   return listed_in_env(isa) || !announced_by_cpuinfo(isa).empty();
 }

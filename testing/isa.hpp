@@ -12,6 +12,10 @@ namespace dsv4cpu::testing {
 // amx_bf16 for amx, avx512_bf16 for avx512bf16).
 bool isa_required(const std::string& isa);
 
+// The vendor_id of the first processor in /proc/cpuinfo ("GenuineIntel", "AuthenticAMD", ...;
+// empty when it lists none): the variant order's vendor, read apart from CPUID.
+std::string cpuinfo_vendor();
+
 // What a test of the absent variants of a list reports: nothing when none is absent; a skip
 // reason; or, when the ISA of one of them is required, a failure message saying so, e.g.
 // "AMX is required (DSV4CPU_REQUIRE_ISA=amx) but variant amx of fp8_paged_mqa_logits is not

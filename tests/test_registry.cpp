@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "core/cpu.hpp"
+#include "core/registry.hpp"
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
 #include "testing/gtest.hpp"
+#include "testing/isa.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -39,7 +41,8 @@ TEST(Registry, EveryListEndsWithItsOnlyReference) {
   }
 }
 
-// Impl::best and Impl::optimized pick the first available variant of the list.
+// Impl::best and Impl::optimized pick the first available variant of the list as
+// registered_ops() shows it (in this CPU's order: VariantOrder below).
 TEST(Registry, BestIsTheFirstAvailableVariant) {
   for (const OpInfo& op : registered_ops()) {
     std::string first;
@@ -205,6 +208,142 @@ TEST(Registry, RequiredIsasAreAvailable) {
       list.absent.push_back(v);
       EXPECT_TRUE(v.available) << testing::absence(op.name, list).message;
     }
+}
+
+// ---- The variant order per CPU (core/registry.cpp): a CPU description in, an order out ----
+
+struct NoArgs {};
+void no_kernel(const NoArgs&, const detail::RunContext&) {}
+
+using detail::CpuDescription;
+using detail::CpuVendor;
+using Names = std::vector<std::string>;
+
+// The lists of fp8_paged_mqa_logits, indexer_topk and sparse_mla_attention as api/registry.cpp
+// writes them, of the Highway-only ops, of the metadata builders and of the reference-only ops.
+detail::VariantList<NoArgs> matrix_list() {
+  return {detail::fixed_isa("amx", detail::Isa::amx, no_kernel),
+          detail::fixed_isa("avx512bf16", detail::Isa::avx512bf16, no_kernel),
+          detail::highway("hwy", no_kernel), detail::reference(no_kernel)};
+}
+detail::VariantList<NoArgs> highway_list() {
+  return {detail::highway("hwy", no_kernel), detail::reference(no_kernel)};
+}
+detail::VariantList<NoArgs> portable_list() {
+  return {detail::portable("opt", no_kernel), detail::reference(no_kernel)};
+}
+detail::VariantList<NoArgs> reference_list() { return {detail::reference(no_kernel)}; }
+
+struct Ordered {
+  Names order;
+  std::string default_variant;  // what Impl::best runs there
+};
+Ordered ordered(const CpuDescription& cpu, detail::VariantList<NoArgs> list) {
+  detail::order_for(cpu, list);
+  Ordered out;
+  for (const auto& v : list) out.order.push_back(v.name);
+  out.default_variant = detail::first_runnable(cpu, list).name;
+  return out;
+}
+
+// The lists with one optimized variant or none are the same on every CPU.
+void expect_single_lists_unchanged(const CpuDescription& cpu) {
+  EXPECT_EQ(ordered(cpu, highway_list()).order, (Names{"hwy", "ref"}));
+  EXPECT_EQ(ordered(cpu, highway_list()).default_variant, "hwy");
+  EXPECT_EQ(ordered(cpu, portable_list()).order, (Names{"opt", "ref"}));
+  EXPECT_EQ(ordered(cpu, portable_list()).default_variant, "opt");
+  EXPECT_EQ(ordered(cpu, reference_list()).order, (Names{"ref"}));
+}
+
+// Intel Xeon Sapphire Rapids and later: AMX first, then Highway (AVX3), then AVX-512-BF16.
+TEST(VariantOrder, IntelXeonWithAmx) {
+  const CpuDescription spr{CpuVendor::intel, true, true};
+  EXPECT_EQ(ordered(spr, matrix_list()).order, (Names{"amx", "hwy", "avx512bf16", "ref"}));
+  EXPECT_EQ(ordered(spr, matrix_list()).default_variant, "amx");
+  expect_single_lists_unchanged(spr);
+}
+
+// The same Xeon where the OS or hypervisor withholds the tile state (or a Cooper Lake): Highway.
+TEST(VariantOrder, IntelWithAvx512Bf16WithoutAmx) {
+  const CpuDescription cpu{CpuVendor::intel, true, false};
+  EXPECT_EQ(ordered(cpu, matrix_list()).order, (Names{"amx", "hwy", "avx512bf16", "ref"}));
+  EXPECT_EQ(ordered(cpu, matrix_list()).default_variant, "hwy");
+}
+
+// AMD EPYC Zen 4 (AVX-512-BF16, no AMX): AVX-512-BF16 before Highway.
+TEST(VariantOrder, AmdZen4) {
+  const CpuDescription zen4{CpuVendor::amd, true, false};
+  EXPECT_EQ(ordered(zen4, matrix_list()).order, (Names{"amx", "avx512bf16", "hwy", "ref"}));
+  EXPECT_EQ(ordered(zen4, matrix_list()).default_variant, "avx512bf16");
+  expect_single_lists_unchanged(zen4);
+}
+
+// AVX2 only (Zen 3, Intel before AVX-512): Highway, whatever the vendor.
+TEST(VariantOrder, Avx2Only) {
+  for (const CpuVendor vendor : {CpuVendor::intel, CpuVendor::amd, CpuVendor::other}) {
+    const CpuDescription cpu{vendor, false, false};
+    EXPECT_EQ(ordered(cpu, matrix_list()).default_variant, "hwy");
+    expect_single_lists_unchanged(cpu);
+  }
+}
+
+// Another vendor (Hygon, Zhaoxin, an emulator's own string): the lists' order, api/registry.cpp.
+TEST(VariantOrder, UnknownVendorKeepsTheListOrder) {
+  const CpuDescription all{CpuVendor::other, true, true}, bf16{CpuVendor::other, true, false};
+  EXPECT_EQ(ordered(all, matrix_list()).order, (Names{"amx", "avx512bf16", "hwy", "ref"}));
+  EXPECT_EQ(ordered(all, matrix_list()).default_variant, "amx");
+  EXPECT_EQ(ordered(bf16, matrix_list()).default_variant, "avx512bf16");
+  expect_single_lists_unchanged(all);
+}
+
+// Variants of one rank keep their order; the reference stays last (the test hook's list shape).
+TEST(VariantOrder, EqualRanksKeepTheListOrder) {
+  const detail::VariantList<NoArgs> mixed = {
+      detail::highway("hwy", no_kernel), detail::highway("hwy2", no_kernel),
+      detail::portable("opt", no_kernel), detail::fixed_isa("amx", detail::Isa::amx, no_kernel),
+      detail::reference(no_kernel)};
+  const Names amx_first = {"amx", "hwy", "hwy2", "opt", "ref"};
+  EXPECT_EQ(ordered({CpuVendor::intel, true, false}, mixed).order, amx_first);
+  EXPECT_EQ(ordered({CpuVendor::amd, true, false}, mixed).order, amx_first);
+  EXPECT_EQ(ordered({CpuVendor::other, true, true}, mixed).order,
+            (Names{"hwy", "hwy2", "opt", "amx", "ref"}));
+}
+
+TEST(VariantOrder, VendorFromTheCpuidString) {
+  EXPECT_EQ(detail::cpu_vendor("GenuineIntel"), CpuVendor::intel);
+  EXPECT_EQ(detail::cpu_vendor("AuthenticAMD"), CpuVendor::amd);
+  for (const char* id : {"HygonGenuine", "CentaurHauls", "  Shanghai  ", "", "GenuineIntel "})
+    EXPECT_EQ(detail::cpu_vendor(id), CpuVendor::other) << id;
+}
+
+// This CPU: the vendor CPUID reports is the one /proc/cpuinfo names, and registered_ops() lists
+// every op in that vendor's order, written out here by dispatch (no variant named): Intel amx,
+// code without a fixed ISA, avx512bf16; AMD amx, avx512bf16, the rest; the reference last.
+TEST(VariantOrder, RegisteredOpsShowThisCpusOrder) {
+  const std::string vendor = testing::cpuinfo_vendor();
+  const CpuVendor here = vendor == "GenuineIntel"   ? CpuVendor::intel
+                         : vendor == "AuthenticAMD" ? CpuVendor::amd
+                                                    : CpuVendor::other;
+  EXPECT_EQ(detail::this_cpu().vendor, here) << vendor;
+  const auto rank = [here](const VariantInfo& v) {
+    if (v.role == Role::reference) return 3;
+    if (here == CpuVendor::intel) return v.isa == "amx" ? 0 : v.isa.empty() ? 1 : 2;
+    if (here == CpuVendor::amd) return v.isa == "amx" ? 0 : v.isa == "avx512bf16" ? 1 : 2;
+    return 0;
+  };
+  size_t with_both = 0;  // ops listing avx512bf16 and Highway: where the vendors differ
+  for (const OpInfo& op : registered_ops()) {
+    bool bf16 = false, hwy = false;
+    for (size_t i = 0; i < op.variants.size(); ++i) {
+      if (i > 0) {
+        EXPECT_LE(rank(op.variants[i - 1]), rank(op.variants[i])) << op.name << ": " << i;
+      }
+      bf16 |= op.variants[i].isa == "avx512bf16";
+      hwy |= op.variants[i].highway;
+    }
+    with_both += bf16 && hwy;
+  }
+  EXPECT_GT(with_both, 0u);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ namespace dsv4cpu {
 
 // Which implementation runs (spec README, "Implementations").
 enum class Impl : uint8_t {
-  best,       // the first variant of the op's list whose ISA the CPU (and OS) offers
+  best,       // the first variant, in this CPU's order (registered_ops()), that the CPU and OS run
   reference,  // the scalar fp32 oracle, always available
   optimized,  // the first available variant other than the reference (the reference if none)
 };
@@ -56,7 +56,10 @@ struct Options {
 // A variant's role: the reference (the scalar oracle, last in every list) or an optimized one.
 enum class Role : uint8_t { reference, optimized };
 
-// The registry, as seen by users and tools: every op and its variants in order of preference.
+// The registry, as seen by users and tools: every op and its variants in this CPU's order of
+// preference, the reference last. The order comes from a table measured per CPU vendor
+// (docs/cpp-api.md, "Which variant runs"; a CPU of another vendor keeps the registry's own order):
+// on Intel, Highway before AVX-512-BF16; on AMD the reverse; AMX first on both.
 struct VariantInfo {
   std::string name;  // "ref", "hwy", ...
   Role role = Role::reference;

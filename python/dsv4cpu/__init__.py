@@ -20,8 +20,9 @@ __version__ = VERSION
 
 
 def registered_ops():
-    """Every op of the library's registry with its variants in order of preference (the
-    reference ``ref`` last): a list of dicts ``{"name", "variants": [{"name", "role",
+    """Every op of the library's registry with its variants in this CPU's order of preference
+    (the reference ``ref`` last; the first available one is what a call runs by default,
+    docs/cpp-api.md "Which variant runs"): a list of dicts ``{"name", "variants": [{"name", "role",
     "available", "highway", "isa", "target"}]}``. ``role`` is ``"reference"`` or
     ``"optimized"``; a ``highway`` variant runs on the best Highway target compiled in and
     supported (``target``, as of this call), otherwise ``isa`` names the fixed ISA it is built for
