@@ -9,9 +9,10 @@
 #  3. parity: every fixture of fixtures/, tools/peer/fixtures/ (minimal reproducers of findings),
 #     ../shared/conformance, ../shared/conformance-attention and ../shared/conformance-next
 #     through vLLM's kernels (tools/peer/parity.py), ending with "N passed, N failed";
-#  4. with --bench: vLLM's kernels against dsv4cpu's optimized variants (tools/peer/bench_peer.py),
-#     1 and 2 threads, into build/peer/bench-vllm.json, and the dashboard out/bench/dashboard.html
-#     of ci/bench.sh's results with its "vs vLLM" section.
+#  4. with --bench: vLLM's kernels against dsv4cpu (tools/peer/bench_peer.py), every op both have:
+#     dsv4cpu's default selection and each optimized variant where an op has several, 1 and 2
+#     threads, into build/peer/bench-vllm.json, and the dashboard out/bench/dashboard.html of
+#     ci/bench.sh's results with its "vs vLLM" section.
 # Usage: ci/peer.sh [--bench [REPETITIONS]]. Exit 77: this CPU has no vLLM peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -362,7 +362,13 @@ class DashboardTest(unittest.TestCase):
                 "results": [{"op": "op_a", "shape": "s1", "threads": 1, "vllm_s": 3e-3,
                              "dsv4cpu_s": 1e-3, "ratio": 3.0},
                             {"op": "op_a", "shape": "s1", "threads": 2, "vllm_s": 1e-3,
-                             "dsv4cpu_s": 2e-3, "ratio": 0.5}]}
+                             "dsv4cpu_s": 2e-3, "ratio": 0.5},
+                            {"op": "op_b", "shape": "s2", "threads": 1, "vllm_s": 4e-3,
+                             "dsv4cpu_s": 1e-3, "ratio": 4.0, "variant": "amx",
+                             "selection": "default", "target": "AMX_BF16"},
+                            {"op": "op_b", "shape": "s2", "threads": 1, "vllm_s": 4e-3,
+                             "dsv4cpu_s": 5e-3, "ratio": 0.8, "variant": "hwy",
+                             "selection": "forced", "target": "AVX3"}]}
         with tempfile.TemporaryDirectory() as d:
             result, vs, out = (os.path.join(d, n) for n in ("r.json", "vs.json", "report.html"))
             with open(result, "w") as f:
@@ -383,6 +389,10 @@ class DashboardTest(unittest.TestCase):
                              plain.count('<svg class="chart"') + 1)
             self.assertIn("<td>3.00x</td>", page)
             self.assertIn("<td>0.50x</td>", page)
+            # one row per dsv4cpu run: the default selection marked, each variant by name
+            self.assertIn("<td>op_b/s2</td><td>default: amx (AMX_BF16)</td><td>1</td>", page)
+            self.assertIn("<td>op_b/s2</td><td>hwy (AVX3)</td><td>1</td>", page)
+            self.assertIn("<td>0.80x</td>", page)
             with open(vs, "w") as f:
                 json.dump({**peer, "schema": "other"}, f)
             rc, text = run(DASHBOARD, result, "--vllm", vs, "-o", out)

@@ -1,12 +1,15 @@
-"""vLLM CPU's DeepSeek-V4 kernels timed beside dsv4cpu's optimized variants on identical inputs
-(docs/vllm-parity.md §4), at the benchmark suite's shapes (bench/bench_compressor.cpp,
-bench/bench_indexer.cpp): 1 and 2 threads, repetitions interleaved (vLLM, dsv4cpu, vLLM, ...),
-medians. Writes a JSON file the dashboard renders as its "vs vLLM" section.
+"""vLLM CPU's DeepSeek-V4 kernels timed beside dsv4cpu on identical inputs (docs/vllm-parity.md
+§4), every op both have, at the benchmark suite's shapes (bench/bench_compressor.cpp,
+bench/bench_indexer.cpp, bench/bench_attention.cpp): dsv4cpu's default selection and, for an op
+with several optimized variants available here, each of them; 1 and 2 threads, repetitions
+interleaved (vLLM, dsv4cpu's runs, vLLM, ...), medians. Writes a JSON file the dashboard renders
+as its "vs vLLM" section.
 
     python3 bench_peer.py [--repetitions N] [--threads 1,2] [--filter TEXT] -o FILE
 
-The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster). Both run in this
-process on torch's thread pool size (vLLM: at::parallel_for) and dsv4cpu's ``num_threads``.
+The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster), per dsv4cpu run.
+Both run in this process on torch's thread pool size (vLLM: at::parallel_for) and dsv4cpu's
+``num_threads``.
 """
 import argparse
 import json
@@ -21,14 +24,23 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import dsv4cpu  # noqa: E402
 from dsv4cpu._extension import FP8_ARGUMENTS, ops, tools  # noqa: E402
 import vllm_kernels  # noqa: E402
+from vllm_adapters import VLLM_OPTIONS  # noqa: E402
 
 SCHEMA = "dsv4cpu-vs-vllm/1"
 #: bench_compressor.cpp: decode request b at position 1024·(b + 1) − 1; prefill from 0.
 DECODE_SPACING = 1024
 TABLE_ROWS = 64 * DECODE_SPACING
 SHAPES = {"decode8": (8, 1), "prefill4096": (1, 4096)}
+#: bench_util.hpp's batch shapes (requests, tokens per request), the attention ops' shapes.
+BATCH_SHAPES = {"decode1": (1, 1), "decode8": (8, 1), "decode64": (64, 1),
+                "prefill4096": (1, 4096)}
+#: bench_attention.cpp: H = 64 heads (Flash); each token reads its 128-entry window and
+#: Nc = 512 entries of its request's pool of 2048 C4A entries (Pc = 64 per page); positions in a
+#: table of 8192 rows.
+ATTENTION_HEADS, SELECTED, POOL, ROPE_ROWS = 64, 512, 2048, 8192
 #: bench_compressor.cpp heads: (ratio, overlap factor, head dim, state block, entries per page).
 HEADS = {"C4": (4, 2, 512, 4, 64), "C128": (128, 1, 512, 8, 2), "C4_indexer": (4, 2, 128, 4, 64)}
 
@@ -149,6 +161,83 @@ def quant_case(tokens):
             "weights_out": torch.empty(tokens, 64)}
 
 
+def mla_cache(entries, per_page, seed):
+    """bench_attention.cpp's MlaCacheData: a paged fp8_ds_mla cache (attention.md §2) of pages
+    shuffled as an allocator hands them out, each entry the quantisation of an N(0, 1) row (7
+    tiles of 64 e4m3 codes with their UE8M0 scale bytes, then 64 bf16 RoPE values). Returns the
+    cache and the slot of every entry, in entry order."""
+    dim, rope = dsv4cpu.kMainHeadDim, dsv4cpu.kCosSinColumns
+    nope = dim - rope
+    pages = -(-entries // per_page)
+    rows = pages * per_page
+    x = torch.randn(rows, dim, generator=generator(seed)).to(torch.bfloat16)
+    tiles = x[:, :nope].float().reshape(rows, nope // 64, 64)
+    exponent = torch.ceil(torch.log2(tiles.abs().amax(-1) / 448.0))
+    codes = (tiles * torch.exp2(-exponent)[..., None]).to(torch.float8_e4m3fn)
+    data = torch.cat([codes.view(torch.uint8).reshape(rows, nope),
+                      x[:, nope:].contiguous().view(torch.uint8)], 1)
+    scales = torch.cat([(exponent + 127).to(torch.uint8),
+                        torch.zeros(rows, 1, dtype=torch.uint8)], 1)
+    cache = torch.cat([data.reshape(pages, -1), scales.reshape(pages, -1)], 1).contiguous()
+    assert cache.shape[1] == dsv4cpu.fp8_ds_mla_page_bytes(per_page)
+    entry = torch.arange(entries)
+    return cache, shuffled(pages, seed)[entry // per_page] * per_page + entry % per_page
+
+
+def attention_case(shape):
+    """bench_attention.cpp's ``c4a_<shape>_h64``: R requests of n tokens; request r owns n + 127
+    window entries, its token i reads entries i .. i + 127 and 512 distinct entries of its pool.
+    vLLM's options (the plugin's, docs/vllm.md): ``nope_decode = vllm``."""
+    requests, n = BATCH_SHAPES[shape]
+    tokens, window, heads = requests * n, dsv4cpu.kSlidingWindow, ATTENTION_HEADS
+    swa = n + window - 1
+    window_cache, window_slot = mla_cache(requests * swa, dsv4cpu.kSwaBlockSize, 21)
+    compressed_cache, compressed_slot = mla_cache(requests * POOL, 64, 22)
+    request, i = torch.arange(tokens) // n, torch.arange(tokens) % n
+    picks = torch.rand(tokens, POOL, generator=generator(24)).argsort(1)[:, :SELECTED]
+    return {"q": torch.randn(tokens, heads, dsv4cpu.kMainHeadDim,
+                             generator=generator(23)).to(torch.bfloat16),
+            "window_cache": window_cache, "window_block_size": dsv4cpu.kSwaBlockSize,
+            "window_slots": window_slot[(request * swa + i)[:, None] + torch.arange(window)],
+            "compressed_cache": compressed_cache, "compressed_block_size": 64,
+            "compressed_slots": compressed_slot[request[:, None] * POOL + picks],
+            "attn_sink": torch.full((heads,), 0.5), "scale": None,
+            **VLLM_OPTIONS["sparse_mla_attention"],
+            "out": torch.empty(tokens, heads, dsv4cpu.kMainHeadDim, dtype=torch.bfloat16)}
+
+
+def rope_positions(tokens):
+    """bench_attention.cpp's rope_position: token t at row (977·t + 5) mod 8192."""
+    return (torch.arange(tokens, dtype=torch.int64) * 977 + 5) % ROPE_ROWS
+
+
+def insert_case(shape):
+    """bench_attention.cpp's fused_qnorm_rope_kv_insert: T tokens of Hq = 64 heads, every token
+    inserted into shuffled pages of 64 entries; vLLM's options (scale_clamp cpu, fp8 flush)."""
+    tokens = BATCH_SHAPES[shape][0] * BATCH_SHAPES[shape][1]
+    heads, dim, per_page = ATTENTION_HEADS, dsv4cpu.kMainHeadDim, dsv4cpu.kSwaBlockSize
+    pages = -(-tokens // per_page)
+    t = torch.arange(tokens)
+    return {"q": torch.randn(tokens, heads, dim, generator=generator(31)).to(torch.bfloat16),
+            "kv": torch.randn(tokens, dim, generator=generator(32)).to(torch.bfloat16),
+            "positions": rope_positions(tokens),
+            "slot_mapping": shuffled(pages, 33)[t // per_page] * per_page + t % per_page,
+            "swa_cache": torch.zeros(pages, dsv4cpu.fp8_ds_mla_page_bytes(per_page),
+                                     dtype=torch.uint8),
+            "cos_sin_cache": cos_sin_table(ROPE_ROWS), "q_head_padded": heads, "eps": 1e-6,
+            "cache_block_size": per_page, **VLLM_OPTIONS["fused_qnorm_rope_kv_insert"],
+            "q_out": torch.empty(tokens, heads, dim, dtype=torch.bfloat16)}
+
+
+def inverse_rope_case(shape):
+    """bench_attention.cpp's inverse_gptj_rope_o_proj: T tokens, H = 64, D = 512, rope_dim 64."""
+    tokens = BATCH_SHAPES[shape][0] * BATCH_SHAPES[shape][1]
+    size = (tokens, ATTENTION_HEADS, dsv4cpu.kMainHeadDim)
+    return {"o": torch.randn(*size, generator=generator(41)).to(torch.bfloat16),
+            "positions": rope_positions(tokens), "cos_sin_cache": cos_sin_table(ROPE_ROWS),
+            "rope_dim": dsv4cpu.kCosSinColumns, "out": torch.empty(*size)}
+
+
 def cases():
     """(op, shape, builder) at the benchmark suite's shapes."""
     out = []
@@ -171,27 +260,64 @@ def cases():
     out.append(("fp8_paged_mqa_logits", "row128K", lambda: logits_case(131072)))
     out.append(("topk_transform_512", "vllm_random1M", lambda: topk_case(1 << 20, False)))
     out.append(("topk_transform_512", "vllm_ascending1M", lambda: topk_case(1 << 20, True)))
+    for shape in BATCH_SHAPES:
+        out.append(("fused_qnorm_rope_kv_insert", shape, lambda s=shape: insert_case(s)))
+        out.append(("sparse_mla_attention", f"c4a_{shape}_h64",
+                    lambda s=shape: attention_case(s)))
+        out.append(("inverse_gptj_rope_o_proj", f"{shape}_h64",
+                    lambda s=shape: inverse_rope_case(s)))
     return out
 
 
-#: dsv4cpu's output arguments; vLLM's adapter allocates its own.
-PREALLOCATED_OUTPUTS = {"fp8_paged_mqa_logits": ("logits",),
-                        "fused_indexer_q_rope_quant": ("q_fp8", "weights_out"),
-                        "topk_transform_512": ("raw_indices", "page_indices")}
+#: dsv4cpu's output arguments; vLLM's adapter allocates its own on every call.
+OUTPUTS = {"fp8_paged_mqa_logits": ("logits",),
+           "fused_indexer_q_rope_quant": ("q_fp8", "weights_out"),
+           "topk_transform_512": ("raw_indices", "page_indices"),
+           "sparse_mla_attention": ("out",),
+           "fused_qnorm_rope_kv_insert": ("q_out",),
+           "inverse_gptj_rope_o_proj": ("out",)}
+#: Ops whose outputs vLLM's model runner allocates on every call (the attention output buffer,
+#: the q_out and out vLLM's kernels return): dsv4cpu's call allocates them too, as the plugin's
+#: wrappers do (docs/vllm.md), so that neither side's time has the page faults of a fresh buffer
+#: and the other's not.
+ALLOCATED_PER_CALL = ("sparse_mla_attention", "fused_qnorm_rope_kv_insert",
+                      "inverse_gptj_rope_o_proj")
+
+
+def dsv4cpu_runs(op):
+    """dsv4cpu's runs of ``op``, from the registry: the default selection (variant None), then,
+    when more than one optimized variant is available here, each of them. (variant, the name of
+    the variant that runs, its Highway target or "")."""
+    listed = [v for o in dsv4cpu.registered_ops() if o["name"] == op for v in o["variants"]
+              if v["role"] == "optimized" and v["available"]]
+    target = {v["name"]: v["target"] for v in listed}
+    default = tools.selected_variant(op)
+    runs = [(None, default, target.get(default, ""))]
+    if len(listed) > 1:
+        runs += [(v["name"], v["name"], v["target"]) for v in listed]
+    return runs
 
 
 def runners(op, args, threads):
-    """The two calls on the same inputs: vLLM's kernel (through its adapter, which allocates the
-    outputs vLLM returns or takes, as vLLM's callers do) and dsv4cpu's optimized variant."""
+    """The calls on the same inputs: vLLM's kernel (through its adapter, which allocates the
+    outputs vLLM returns or takes, as vLLM's callers do) and one per dsv4cpu run."""
     own = getattr(ops, op)
-    vllm_args = {k: v for k, v in args.items() if k not in PREALLOCATED_OUTPUTS.get(op, ())}
+    outputs = OUTPUTS.get(op, ())
+    vllm_args = {k: v for k, v in args.items() if k not in outputs}
 
     def vllm():
         vllm_kernels.call(op, vllm_args)
 
-    def dsv4():
-        own(**args, impl="optimized", num_threads=threads)
-    return vllm, dsv4
+    def dsv4(variant):
+        selection = {"variant": variant} if variant else {}
+        if op not in ALLOCATED_PER_CALL:
+            return lambda: own(**args, **selection, num_threads=threads)
+
+        def call():
+            fresh = {k: torch.empty_like(args[k]) for k in outputs}
+            own(**vllm_args, **fresh, **selection, num_threads=threads)
+        return call
+    return vllm, {run: dsv4(run[0]) for run in dsv4cpu_runs(op)}
 
 
 def sample(fn, seconds):
@@ -232,8 +358,8 @@ def main(argv=None):
     load = os.getloadavg()[0]
     print(f"load average {load:.2f}; {os.cpu_count()} cores", flush=True)
     results = []
-    print(f"{'op':<34} {'shape':<22} {'threads':>7} {'vLLM ms':>10} {'dsv4cpu ms':>11} "
-          f"{'ratio':>7}")
+    print(f"{'op':<34} {'shape':<22} {'dsv4cpu variant':<28} {'threads':>7} {'vLLM ms':>10} "
+          f"{'dsv4cpu ms':>11} {'ratio':>7}")
     for op, shape, build in cases():
         if args.filter not in op + "/" + shape:
             continue
@@ -243,17 +369,22 @@ def main(argv=None):
         inputs = build()
         for n in threads:
             torch.set_num_threads(n)
-            vllm, dsv4 = runners(op, inputs, n)
-            times = {"vllm": [], "dsv4cpu": []}
-            for _ in range(args.repetitions):  # interleaved: A B A B ...
+            vllm, own = runners(op, inputs, n)
+            times = {"vllm": [], **{run: [] for run in own}}
+            for _ in range(args.repetitions):  # interleaved: vLLM, each dsv4cpu run, vLLM, ...
                 times["vllm"].append(sample(vllm, args.seconds))
-                times["dsv4cpu"].append(sample(dsv4, args.seconds))
-            v, d = statistics.median(times["vllm"]), statistics.median(times["dsv4cpu"])
-            results.append({"op": op, "shape": shape, "threads": n, "vllm_s": v, "dsv4cpu_s": d,
-                            "ratio": v / d, "variant": tools.selected_variant(op, impl="optimized"),
-                            "repetitions": args.repetitions})
-            print(f"{op:<34} {shape:<22} {n:>7} {v * 1e3:>10.4f} {d * 1e3:>11.4f} "
-                  f"{v / d:>7.2f}", flush=True)
+                for run, fn in own.items():
+                    times[run].append(sample(fn, args.seconds))
+            v = statistics.median(times["vllm"])
+            for (variant, name, target), fn in own.items():
+                d = statistics.median(times[(variant, name, target)])
+                results.append({"op": op, "shape": shape, "threads": n, "vllm_s": v,
+                                "dsv4cpu_s": d, "ratio": v / d, "variant": name,
+                                "selection": "forced" if variant else "default",
+                                "target": target, "repetitions": args.repetitions})
+                label = ("" if variant else "default: ") + name + (f" ({target})" if target else "")
+                print(f"{op:<34} {shape:<22} {label:<28} {n:>7} {v * 1e3:>10.4f} "
+                      f"{d * 1e3:>11.4f} {v / d:>7.2f}", flush=True)
     model, isa = machine()
     commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
