@@ -8,6 +8,8 @@
 //   highway(name, k)              Highway dynamic dispatch (every compiled target is a test run)
 //   fixed_isa(name, Isa::..., k)  a translation unit built for one ISA (core/cpu.hpp probes it)
 //   portable(name, k)             plain C++ with no ISA of its own
+// A kernel family with a table (DSV4CPU_LOGITS_KERNELS, DSV4CPU_ATTENTION_KERNELS) gives one
+// variant per line of its table, through the DSV4CPU_*_VARIANT lines below.
 #include "api/registry.hpp"
 
 #include <string_view>
@@ -17,6 +19,8 @@
 #include "args/indexer.hpp"
 #include "args/metadata.hpp"
 #include "core/errors.hpp"
+#include "optimized/attention_kernel.hpp"
+#include "optimized/indexer_logits.hpp"
 
 namespace dsv4cpu {
 namespace detail {
@@ -48,9 +52,7 @@ const std::vector<OpEntry>& registered_op_entries() {
       reference(ref::fused_indexer_q_rope_quant),
   };
   static VariantList<Fp8PagedMqaLogitsArgs> fp8_paged_mqa_logits = {
-      fixed_isa("amx", Isa::amx, opt::fp8_paged_mqa_logits_amx),
-      fixed_isa("avx512bf16", Isa::avx512bf16, opt::fp8_paged_mqa_logits_avx512bf16),
-      highway("hwy", opt::fp8_paged_mqa_logits_hwy),
+      DSV4CPU_LOGITS_KERNELS(DSV4CPU_LOGITS_VARIANT)
       reference(ref::fp8_paged_mqa_logits),
   };
   static VariantList<TopkTransformArgs> topk_transform = {
@@ -62,9 +64,7 @@ const std::vector<OpEntry>& registered_op_entries() {
       reference(ref::short_context_topk),
   };
   static VariantList<IndexerTopkArgs> indexer_topk = {
-      fixed_isa("amx", Isa::amx, opt::indexer_topk_amx),
-      fixed_isa("avx512bf16", Isa::avx512bf16, opt::indexer_topk_avx512bf16),
-      highway("hwy", opt::indexer_topk_hwy),
+      DSV4CPU_LOGITS_KERNELS(DSV4CPU_INDEXER_TOPK_VARIANT)
       reference(ref::indexer_topk),
   };
   // ---- metadata builders (metadata.md) ----
@@ -112,8 +112,7 @@ const std::vector<OpEntry>& registered_op_entries() {
   };
   // ---- attention (attention.md) ----
   static VariantList<SparseMlaAttentionArgs> sparse_mla_attention = {
-      fixed_isa("amx", Isa::amx, opt::sparse_mla_attention_amx),
-      fixed_isa("avx512bf16", Isa::avx512bf16, opt::sparse_mla_attention_avx512bf16),
+      DSV4CPU_ATTENTION_KERNELS(DSV4CPU_ATTENTION_VARIANT)
       highway("hwy", opt::sparse_mla_attention_hwy),
       reference(ref::sparse_mla_attention),
   };
@@ -176,14 +175,11 @@ void throw_unavailable_variant(const char* op, const std::string& variant,
                    "an available variant of this op: " + available);
 }
 
-namespace {
-// The entry of the op named `op`, or null.
 const OpEntry* find_op_entry(std::string_view op) {
   for (const OpEntry& e : registered_op_entries())
     if (op == e.name) return &e;
   return nullptr;
 }
-}  // namespace
 
 bool add_variant_for_test(const std::string& op, const char* name, const Dispatch& dispatch) {
   const OpEntry* e = find_op_entry(op);

@@ -4,6 +4,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
@@ -45,6 +46,20 @@ const Variant<Args>& select_variant(const char* op, const VariantList<Args>& lis
   if (o.impl == Impl::reference) return list.back();
   return first_runnable(this_cpu(), list);  // optimized and best coincide: the reference is last
 }
+
+// The variant of one line of a kernel family's table (DSV4CPU_LOGITS_KERNELS of
+// optimized/indexer_logits.hpp, DSV4CPU_ATTENTION_KERNELS of optimized/attention_kernel.hpp), with
+// a trailing comma: the lists of api/registry.cpp expand each table through these. Inside
+// namespace dsv4cpu::detail, with the family's header included.
+#define DSV4CPU_LOGITS_VARIANT(name, highway, isa)                             \
+  Variant<Fp8PagedMqaLogitsArgs>{#name, Role::optimized, {highway, Isa::isa}, \
+                                 opt::logits_with<&opt::name##_logits_kernel>},
+#define DSV4CPU_INDEXER_TOPK_VARIANT(name, highway, isa)                \
+  Variant<IndexerTopkArgs>{#name, Role::optimized, {highway, Isa::isa}, \
+                           opt::indexer_topk_with<&opt::name##_logits_kernel>},
+#define DSV4CPU_ATTENTION_VARIANT(name, isa)                                \
+  Variant<SparseMlaAttentionArgs>{#name, Role::optimized, {false, Isa::isa}, \
+                                  opt::attention_with<&opt::name##_attention_kernel>},
 
 struct OpEntry;
 // Every op in spec order with its list (defined with the lists, in api/registry.cpp); the lists
@@ -115,6 +130,22 @@ void run_op(const char* op, Args& args, const Options& o, Validate&& validate) {
 template <class Args>
 void run(const char* op, Args& args, const Options& o) {
   run_op(op, args, o, [](Args& a, const Options& opts) { validate(a, opts); });
+}
+
+// The entry of the op named `op`, or null.
+const OpEntry* find_op_entry(std::string_view op);
+
+// Test hook: registers `variant` in the list of `op` (placed in this CPU's order, before the
+// reference), as a line of api/registry.cpp would; false for an unknown op or one whose argument
+// pack is not Args. Not thread-safe: call it before anything runs.
+template <class Args>
+bool add_variant_for_test(const std::string& op, const Variant<Args>& variant) {
+  const OpEntry* e = find_op_entry(op);
+  if (e == nullptr || *e->args != typeid(Args)) return false;
+  auto& l = *static_cast<VariantList<Args>*>(e->list);
+  l.insert(l.end() - 1, variant);
+  order_for(this_cpu(), l);
+  return true;
 }
 
 // Test hook: registers a copy of `op`'s reference kernel as an optimized variant `name` (placed

@@ -70,11 +70,10 @@ void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContex
 // and for any thread count.
 namespace opt {
 
-// sparse_mla_attention: "amx", "avx512bf16" (bf16 products where the operands are exact), "hwy"
-// (fp32 products on every Highway target); optimized/attention_hwy.cpp, within numerics.md §11.8 of
-// the reference and independent of the thread count.
-void sparse_mla_attention_amx(const SparseMlaAttentionArgs& a, const RunContext& ctx);
-void sparse_mla_attention_avx512bf16(const SparseMlaAttentionArgs& a, const RunContext& ctx);
+// sparse_mla_attention: "hwy" (fp32 products on every Highway target), and one variant per bf16
+// kernel (bf16 products where the operands are exact) from the family's table
+// (DSV4CPU_ATTENTION_KERNELS, optimized/attention_kernel.hpp); optimized/attention_hwy.cpp, within
+// numerics.md §11.8 of the reference and independent of the thread count.
 void sparse_mla_attention_hwy(const SparseMlaAttentionArgs& a, const RunContext& ctx);
 
 // fused_qnorm_rope_kv_insert "hwy" (optimized/attention_insert_hwy.cpp): bit-exact with the

@@ -142,16 +142,8 @@ void topk_vllm_row(const float* scores, int64_t L, int64_t K, int32_t* out);
 // The optimized variants (indexer.md §2, §4, §5, §7).
 namespace opt {
 
-// fp8_paged_mqa_logits: "amx", "avx512bf16", "hwy" (optimized/indexer_driver.cpp, over the logits
-// kernels of optimized/indexer_logits.hpp).
-void fp8_paged_mqa_logits_amx(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
-void fp8_paged_mqa_logits_avx512bf16(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
-void fp8_paged_mqa_logits_hwy(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
-
-// indexer_topk: the same three logits kernels, each with the optimized selection.
-void indexer_topk_amx(const IndexerTopkArgs& a, const RunContext& ctx);
-void indexer_topk_avx512bf16(const IndexerTopkArgs& a, const RunContext& ctx);
-void indexer_topk_hwy(const IndexerTopkArgs& a, const RunContext& ctx);
+// fp8_paged_mqa_logits and indexer_topk: one variant per logits kernel, from the family's table
+// (DSV4CPU_LOGITS_KERNELS, optimized/indexer_logits.hpp; the drivers in indexer_driver.cpp).
 
 // fused_indexer_q_rope_quant "hwy" (optimized/indexer_hwy.cpp), bit-exact with the reference.
 void fused_indexer_q_rope_quant_hwy(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx);

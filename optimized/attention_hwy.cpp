@@ -396,12 +396,6 @@ void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
 void sparse_mla_attention_hwy(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
   run_attention(a, ctx, nullptr);
 }
-void sparse_mla_attention_avx512bf16(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
-  run_attention(a, ctx, &avx512bf16_attention_kernel());
-}
-void sparse_mla_attention_amx(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
-  run_attention(a, ctx, &amx_attention_kernel());
-}
 
 }  // namespace dsv4cpu::detail::opt
 #endif  // HWY_ONCE

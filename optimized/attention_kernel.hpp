@@ -42,14 +42,28 @@ struct AttentionKernel {
   void (*thread_end)();
 };
 
-// The bf16 kernels (optimized/attention_avx512bf16.cpp, attention_amx.cpp).
-const AttentionKernel& avx512bf16_attention_kernel();
-const AttentionKernel& amx_attention_kernel();
+// The bf16 kernels, one line each: X(name, isa) for the kernel <name>_attention_kernel() defined
+// in optimized/attention_<name>.cpp, built for Isa::<isa> (the file's suffix gives it that ISA's
+// flags). The registry (api/registry.cpp) makes each line a variant <name> of
+// sparse_mla_attention: a new kernel of the family is its file and its line here.
+#define DSV4CPU_ATTENTION_KERNELS(X) \
+  X(amx, amx)                        \
+  X(avx512bf16, avx512bf16)
+
+#define DSV4CPU_DECLARE_ATTENTION_KERNEL(name, isa) const AttentionKernel& name##_attention_kernel();
+DSV4CPU_ATTENTION_KERNELS(DSV4CPU_DECLARE_ATTENTION_KERNEL)
+#undef DSV4CPU_DECLARE_ATTENTION_KERNEL
 
 // sparse_mla_attention with the fp32 products on every block (kernel = nullptr: the "hwy"
 // variant), or with `kernel` on every block whose bf16 operands are exact and the fp32 products on
 // the others.
 void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
                    const AttentionKernel* kernel);
+
+// The variant of a kernel: the registry's Kernel<SparseMlaAttentionArgs>.
+template <const AttentionKernel& (*kernel)()>
+void attention_with(const SparseMlaAttentionArgs& a, const RunContext& ctx) {
+  run_attention(a, ctx, &kernel());
+}
 
 }  // namespace dsv4cpu::detail::opt

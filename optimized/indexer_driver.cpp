@@ -243,23 +243,4 @@ void run_indexer_topk(const IndexerTopkArgs& a, const RunContext& ctx, const Log
   }
 }
 
-void fp8_paged_mqa_logits_amx(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx) {
-  run_logits(a, ctx, amx_logits_kernel());
-}
-void fp8_paged_mqa_logits_avx512bf16(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx) {
-  run_logits(a, ctx, avx512bf16_logits_kernel());
-}
-void fp8_paged_mqa_logits_hwy(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx) {
-  run_logits(a, ctx, hwy_logits_kernel());
-}
-void indexer_topk_amx(const IndexerTopkArgs& a, const RunContext& ctx) {
-  run_indexer_topk(a, ctx, amx_logits_kernel());
-}
-void indexer_topk_avx512bf16(const IndexerTopkArgs& a, const RunContext& ctx) {
-  run_indexer_topk(a, ctx, avx512bf16_logits_kernel());
-}
-void indexer_topk_hwy(const IndexerTopkArgs& a, const RunContext& ctx) {
-  run_indexer_topk(a, ctx, hwy_logits_kernel());
-}
-
 }  // namespace dsv4cpu::detail::opt

@@ -49,14 +49,33 @@ struct LogitsKernel {
   void (*thread_end)();
 };
 
-// The logits kernels (optimized/indexer_amx.cpp, indexer_avx512bf16.cpp, indexer_hwy.cpp).
-const LogitsKernel& amx_logits_kernel();
-const LogitsKernel& avx512bf16_logits_kernel();
-const LogitsKernel& hwy_logits_kernel();
+// The logits kernels, one line each: X(name, highway, isa) for the kernel <name>_logits_kernel()
+// defined in optimized/indexer_<name>.cpp, run through Highway's dynamic dispatch (highway true)
+// or built for one ISA (Isa::<isa>; the file's suffix gives it that ISA's flags). The registry
+// (api/registry.cpp) makes each line a variant <name> of fp8_paged_mqa_logits and of indexer_topk:
+// a new kernel of the family is its file and its line here.
+#define DSV4CPU_LOGITS_KERNELS(X)     \
+  X(amx, false, amx)                  \
+  X(avx512bf16, false, avx512bf16)    \
+  X(hwy, true, none)
+
+#define DSV4CPU_DECLARE_LOGITS_KERNEL(name, highway, isa) const LogitsKernel& name##_logits_kernel();
+DSV4CPU_LOGITS_KERNELS(DSV4CPU_DECLARE_LOGITS_KERNEL)
+#undef DSV4CPU_DECLARE_LOGITS_KERNEL
 
 // fp8_paged_mqa_logits with the given kernel.
 void run_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx, const LogitsKernel& k);
 // indexer_topk with the given kernel and the optimized selection (topk.hpp).
 void run_indexer_topk(const IndexerTopkArgs& a, const RunContext& ctx, const LogitsKernel& k);
+
+// The variants of a kernel: the registry's Kernel<Args> of each op.
+template <const LogitsKernel& (*kernel)()>
+void logits_with(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx) {
+  run_logits(a, ctx, kernel());
+}
+template <const LogitsKernel& (*kernel)()>
+void indexer_topk_with(const IndexerTopkArgs& a, const RunContext& ctx) {
+  run_indexer_topk(a, ctx, kernel());
+}
 
 }  // namespace dsv4cpu::detail::opt
