@@ -127,9 +127,11 @@ inline void epilogue_accumulate_avx512(const float* dots, int64_t ld, int64_t n,
 // Reads the lanes of keys up to n rounded up to 16 (rows past n are read, not used). (GCC 12 sees
 // the undefined pass-through operand of the unmasked shuffle intrinsics as uninitialized.)
 static_assert(kKeyBlock % 16 == 0, "lanes arrays of kKeyBlock rows hold whole groups of 16");
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 inline void epilogue_finish_avx512(float (*lanes)[16], int64_t n, const KeyBlock& keys,
                                    const bool* nan, int64_t H, float* out) {
   alignas(64) static constexpr int32_t key_order[16] = {0, 4, 8,  12, 1, 5, 9,  13,
@@ -170,7 +172,9 @@ inline void epilogue_finish_avx512(float (*lanes)[16], int64_t n, const KeyBlock
     _mm512_mask_storeu_ps(out + k0, valid, r);
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // The pieces of the bf16 kernels in vector form (BasicPieces of indexer_bf16.hpp).
 struct Avx512Pieces {
