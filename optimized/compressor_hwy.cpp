@@ -50,7 +50,9 @@ void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool strea
       }
       continue;
     }
-    std::memcpy(row, kv, SW * sizeof(float));
+    // Two loops: kv and score rows often lie 4 KiB apart, as do the halves of a state row, and a
+    // load right after a store at the same address modulo 4 KiB waits for the store.
+    for (size_t i = 0; i < SW; i += N) hn::StoreU(hn::LoadU(d, kv + i), d, row + i);
     for (size_t i = 0; i < SW; i += N)
       hn::StoreU(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
   }
@@ -398,7 +400,7 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= thresholds().stream_bytes;
-  const bool descending = stream && ctx.check_finite;
+  const bool descending = ctx.check_finite;
   const int threads =
       threads_for(ctx.num_threads, a.N * a.SW * 16, thresholds().min_copy_bytes_per_thread);
   parallel_ranges(a.N, threads,
