@@ -26,8 +26,8 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
 // stores where the row is aligned (rows far larger than the caches, read by a later call);
-// `descending`: the last token first (inputs larger than the caches that the validation has just
-// read in ascending order: the most recent rows are still cached).
+// `descending`: the last token first (the validation has just read the inputs in ascending order:
+// the rows it read last are still in the nearest cache).
 void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
               bool descending) {
   const DF d;
