@@ -50,6 +50,8 @@ void register_benchmarks() {
       if (p.flops > 0)  // "flops": FLOP/s, compared with the ISA's peak by the dashboard
         state.counters["flops"] = benchmark::Counter(
             static_cast<double>(state.iterations() * p.flops), benchmark::Counter::kIsRate);
+      if (options.check_finite && p.check_bytes > 0)  // per iteration: the extra read of check before write
+        state.counters["check_bytes"] = static_cast<double>(p.check_bytes);
     };
     benchmark::internal::Benchmark* r = benchmark::RegisterBenchmark(b.name.c_str(), body);
     if (b.run.threads == 2) r->UseRealTime();  // the work of both threads, in wall time
