@@ -12,6 +12,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -280,20 +281,26 @@ void PoolLong(const float* const* kv, const float* const* score, size_t valid, s
     hn::Store(hn::Zero(d), d, den + i);
     hn::Store(hn::Zero(d), d, acc + i);
   }
-  // Each row is a new page: request row j + kRowsAhead while row j is processed.
+  // Each row is a new page: row j + kRowsAhead is requested while row j is processed, one line
+  // per line processed (a burst of a row's lines would fill the miss buffers and stall).
+  const size_t step = std::max(kLineFloats, N);
   for (size_t j = 1; j < valid; ++j) {
-    if (j + kRowsAhead < valid)
-      for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(score[j + kRowsAhead] + d0 + i);
-    for (size_t i = 0; i < n; i += N)
-      hn::Store(hn::Max(hn::Load(d, m + i), hn::LoadU(d, score[j] + d0 + i)), d, m + i);
+    const float* ahead = j + kRowsAhead < valid ? score[j + kRowsAhead] + d0 : nullptr;
+    for (size_t line = 0; line < n; line += step) {
+      if (ahead) hwy::Prefetch(ahead + line);
+      for (size_t i = line; i < line + step; i += N)
+        hn::Store(hn::Max(hn::Load(d, m + i), hn::LoadU(d, score[j] + d0 + i)), d, m + i);
+    }
   }
   for (size_t j = 0; j < valid; ++j) {
-    if (j + kRowsAhead < valid)
-      for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(kv[j + kRowsAhead] + d0 + i);
-    for (size_t i = 0; i < n; i += N) {
-      const VF e = ExpLib<true>(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
-      hn::Store(hn::Add(hn::Load(d, den + i), e), d, den + i);
-      hn::Store(Fma(e, hn::LoadU(d, kv[j] + d0 + i), hn::Load(d, acc + i)), d, acc + i);
+    const float* ahead = j + kRowsAhead < valid ? kv[j + kRowsAhead] + d0 : nullptr;
+    for (size_t line = 0; line < n; line += step) {
+      if (ahead) hwy::Prefetch(ahead + line);
+      for (size_t i = line; i < line + step; i += N) {
+        const VF e = ExpLib<true>(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
+        hn::Store(hn::Add(hn::Load(d, den + i), e), d, den + i);
+        hn::Store(Fma(e, hn::LoadU(d, kv[j] + d0 + i), hn::Load(d, acc + i)), d, acc + i);
+      }
     }
   }
   for (size_t i = 0; i < n; i += N)
