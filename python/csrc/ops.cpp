@@ -1,5 +1,5 @@
-// The PyTorch operators torch.ops.dsv4cpu.<op>: one boxed kernel reads the arguments of any bound
-// op by their schema names and calls the library. Arguments keep the specification's names and
+// The PyTorch operators torch.ops.dsv4cpu.<op>: one boxed kernel per bound op reads its arguments
+// by their schema names and calls the library. Arguments keep the specification's names and
 // order; outputs and in-place buffers are arguments (Tensor(a!)), results the op returns by value
 // are named returns, and every op with Options takes the keyword-only arguments
 // impl, variant, check_finite and num_threads. An op with a tensor argument is a CPU kernel (its
@@ -152,7 +152,8 @@ class Signature {
   size_t size() const { return written_.size(); }
   bool writes(size_t i) const { return written_[i] != 0; }
   bool fp8(size_t i) const { return fp8_[i] != 0; }
-  // The position of the argument called `name` (a literal of the binding).
+  // The position of the argument called `name`, which must be a literal (static storage): its
+  // address is kept.
   size_t index(const c10::FunctionSchema& schema, const char* name) const {
     for (size_t i = 0; i < literals_.size(); ++i)
       if (literals_[i].load(std::memory_order_relaxed) == name) return i;
