@@ -102,6 +102,8 @@ Prepare save_partial_states_shape(const Head& h, const BatchShape& s) {
     for (int64_t t = 0; t < N; ++t) ape_used[static_cast<size_t>(st.positions[t] % h.r)] = 1;
     const int64_t ape_rows = std::count(ape_used.begin(), ape_used.end(), char{1});
     p.bytes = N * (2 * SW * 4 + 2 * SW * 4 + 16) + ape_rows * SW * 4;
+    // The checks read every written token's kv and score rows and its ape row before the copy.
+    p.check_bytes = N * 2 * SW * 4 + ape_rows * SW * 4;
     return p;
   };
 }

@@ -68,6 +68,8 @@ void register_benchmarks() {
         state.counters["peak_flops"] = peak;
         state.counters["peak_share"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsRate);
       }
+      if (options.check_finite && p.check_bytes > 0)  // per iteration: the extra read of check before write
+        state.counters["check_bytes"] = static_cast<double>(p.check_bytes);
     };
     benchmark::internal::Benchmark* r = benchmark::RegisterBenchmark(b.name.c_str(), body);
     if (b.run.threads == 2) r->UseRealTime();  // the work of both threads, in wall time

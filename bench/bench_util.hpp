@@ -44,6 +44,10 @@ struct Prepared {
   int64_t bytes = 0;  // read + written per iteration
   int64_t items = 0;  // optional: work items per iteration (e.g. emitting tokens), 0 = none
   int64_t flops = 0;  // optional: arithmetic operations per iteration (compute-bound ops), 0 = none
+  // Optional: bytes a checked run's finiteness checks read before the op moves `bytes` (check
+  // before write reads those inputs once more); the run reports them as the counter
+  // "check_bytes", and its roof adds their time at the stream_read roofline. 0 = none.
+  int64_t check_bytes = 0;
 };
 
 // Builds the data of a shape (called once per registered run, outside the timed loop).

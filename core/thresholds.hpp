@@ -15,8 +15,7 @@ struct Thresholds {
   // The same for a plain copy (save_partial_states): a 512 KiB copy ran at 0.87x its one-thread
   // time on two threads of the reference machine, a 1 MiB one at 1.7x.
   int64_t min_copy_bytes_per_thread = int64_t{512} << 10;
-  // core/fill.hpp: outputs from this many bytes bypass the caches (non-temporal stores, and
-  // save_partial_states with checks on writes its rows last first).
+  // core/fill.hpp: outputs from this many bytes bypass the caches (non-temporal stores).
   int64_t stream_bytes = int64_t{16} << 20;
   // core/check_index.cpp: the repeated-slot search marks a bitmap of the slot range when the
   // range is at most max(bitmap_floor, bitmap_slots_per_token · tokens), else sorts the slots.

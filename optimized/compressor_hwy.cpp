@@ -12,6 +12,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -26,8 +27,8 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
 // stores where the row is aligned (rows far larger than the caches, read by a later call);
-// `descending`: the last token first (inputs larger than the caches that the validation has just
-// read in ascending order: the most recent rows are still cached).
+// `descending`: the last token first (the validation has just read the inputs in ascending order:
+// the rows it read last are still in the nearest cache).
 void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
               bool descending) {
   const DF d;
@@ -50,7 +51,9 @@ void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool strea
       }
       continue;
     }
-    std::memcpy(row, kv, SW * sizeof(float));
+    // Two loops: kv and score rows often lie 4 KiB apart, as do the halves of a state row, and a
+    // load right after a store at the same address modulo 4 KiB waits for the store.
+    for (size_t i = 0; i < SW; i += N) hn::StoreU(hn::LoadU(d, kv + i), d, row + i);
     for (size_t i = 0; i < SW; i += N)
       hn::StoreU(hn::Add(hn::LoadU(d, score + i), hn::LoadU(d, ape + i)), d, row + SW + i);
   }
@@ -278,20 +281,26 @@ void PoolLong(const float* const* kv, const float* const* score, size_t valid, s
     hn::Store(hn::Zero(d), d, den + i);
     hn::Store(hn::Zero(d), d, acc + i);
   }
-  // Each row is a new page: request row j + kRowsAhead while row j is processed.
+  // Each row is a new page: row j + kRowsAhead is requested while row j is processed, one line
+  // per line processed (a burst of a row's lines would fill the miss buffers and stall).
+  const size_t step = std::max(kLineFloats, N);
   for (size_t j = 1; j < valid; ++j) {
-    if (j + kRowsAhead < valid)
-      for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(score[j + kRowsAhead] + d0 + i);
-    for (size_t i = 0; i < n; i += N)
-      hn::Store(hn::Max(hn::Load(d, m + i), hn::LoadU(d, score[j] + d0 + i)), d, m + i);
+    const float* ahead = j + kRowsAhead < valid ? score[j + kRowsAhead] + d0 : nullptr;
+    for (size_t line = 0; line < n; line += step) {
+      if (ahead) hwy::Prefetch(ahead + line);
+      for (size_t i = line; i < line + step; i += N)
+        hn::Store(hn::Max(hn::Load(d, m + i), hn::LoadU(d, score[j] + d0 + i)), d, m + i);
+    }
   }
   for (size_t j = 0; j < valid; ++j) {
-    if (j + kRowsAhead < valid)
-      for (size_t i = 0; i < n; i += kLineFloats) hwy::Prefetch(kv[j + kRowsAhead] + d0 + i);
-    for (size_t i = 0; i < n; i += N) {
-      const VF e = ExpLib<true>(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
-      hn::Store(hn::Add(hn::Load(d, den + i), e), d, den + i);
-      hn::Store(Fma(e, hn::LoadU(d, kv[j] + d0 + i), hn::Load(d, acc + i)), d, acc + i);
+    const float* ahead = j + kRowsAhead < valid ? kv[j + kRowsAhead] + d0 : nullptr;
+    for (size_t line = 0; line < n; line += step) {
+      if (ahead) hwy::Prefetch(ahead + line);
+      for (size_t i = line; i < line + step; i += N) {
+        const VF e = ExpLib<true>(hn::Sub(hn::LoadU(d, score[j] + d0 + i), hn::Load(d, m + i)));
+        hn::Store(hn::Add(hn::Load(d, den + i), e), d, den + i);
+        hn::Store(Fma(e, hn::LoadU(d, kv[j] + d0 + i), hn::Load(d, acc + i)), d, acc + i);
+      }
     }
   }
   for (size_t i = 0; i < n; i += N)
@@ -397,7 +406,7 @@ void pool_window(const float* const* kv, const float* const* score, size_t valid
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= thresholds().stream_bytes;
-  const bool descending = stream && ctx.check_finite;
+  const bool descending = ctx.check_finite;
   const int threads =
       threads_for(ctx.num_threads, a.N * a.SW * 16, thresholds().min_copy_bytes_per_thread);
   parallel_ranges(a.N, threads,

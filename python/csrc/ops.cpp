@@ -1,5 +1,5 @@
-// The PyTorch operators torch.ops.dsv4cpu.<op>: one boxed kernel reads the arguments of any bound
-// op by their schema names and calls the library. Arguments keep the specification's names and
+// The PyTorch operators torch.ops.dsv4cpu.<op>: one boxed kernel per bound op reads its arguments
+// by their schema names and calls the library. Arguments keep the specification's names and
 // order; outputs and in-place buffers are arguments (Tensor(a!)), results the op returns by value
 // are named returns, and every op with Options takes the keyword-only arguments
 // impl, variant, check_finite and num_threads. An op with a tensor argument is a CPU kernel (its
@@ -16,7 +16,9 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -133,23 +135,53 @@ int threads_of(const std::string& op, std::optional<int64_t> num_threads) {
 
 // ---- one call: the arguments on the stack, read by schema name ----
 
+struct BoundOp;
+
+// What a bound op's schema says of its arguments, worked out once when the op is registered, so
+// that a call spends nothing on names it already knows: the op's name, which arguments it writes
+// and which hold fp8 codes, and for each argument the address of the name literal a binding last
+// read it by (a call site reads with the same literal every time: an address compare finds it).
+class Signature {
+ public:
+  Signature(const BoundOp& op, const c10::FunctionSchema& schema);
+  Signature(const Signature&) = delete;
+  Signature& operator=(const Signature&) = delete;
+
+  const BoundOp& op() const { return op_; }
+  const std::string& name() const { return name_; }
+  size_t size() const { return written_.size(); }
+  bool writes(size_t i) const { return written_[i] != 0; }
+  bool fp8(size_t i) const { return fp8_[i] != 0; }
+  // The position of the argument called `name`, which must be a literal (static storage): its
+  // address is kept.
+  size_t index(const c10::FunctionSchema& schema, const char* name) const {
+    for (size_t i = 0; i < literals_.size(); ++i)
+      if (literals_[i].load(std::memory_order_relaxed) == name) return i;
+    const auto i = schema.argumentIndexWithName(name);
+    if (!i) throw std::logic_error(name_ + ": the binding reads '" + name + "', not in its schema");
+    literals_[static_cast<size_t>(*i)].store(name, std::memory_order_relaxed);
+    return static_cast<size_t>(*i);
+  }
+
+ private:
+  const BoundOp& op_;
+  std::string name_;
+  std::vector<char> written_, fp8_;
+  // Per argument, a pointer to a string equal to its name (or null), replaced by any thread.
+  mutable std::vector<std::atomic<const char*>> literals_;
+};
+
 class Call {
  public:
-  Call(const c10::FunctionSchema& schema, torch::jit::Stack& stack,
-       const std::vector<std::string>& fp8)
-      : schema_(schema), args_(torch::jit::last(stack, schema.arguments().size())) {
-    op_ = schema.name().substr(schema.name().find("::") + 2);
+  Call(const Signature& sig, const c10::FunctionSchema& schema, torch::jit::Stack& stack)
+      : sig_(sig), schema_(schema), args_(torch::jit::last(stack, sig.size())) {
     // Every tensor argument, in the schema's (the specification's) order, so that the first
     // argument the library cannot take is the one reported.
     views_.resize(args_.size());
-    written_.resize(args_.size());
-    for (size_t i = 0; i < args_.size(); ++i) {
-      const c10::Argument& a = schema.arguments()[i];
-      written_[i] = written(a);
-      if (!args_[i].isTensor()) continue;
-      const bool codes = std::find(fp8.begin(), fp8.end(), a.name()) != fp8.end();
-      views_[i] = view_of(args_[i].toTensor(), codes, op_, a.name());
-    }
+    for (size_t i = 0; i < args_.size(); ++i)
+      if (args_[i].isTensor())
+        views_[i] = view_of(args_[i].toTensor(), sig.fp8(i), sig.name(),
+                            schema.arguments()[i].name());
   }
 
   // An input: a read-only view of the tensor (None: absent).
@@ -157,7 +189,8 @@ class Call {
   // An output or in-place buffer, an argument the schema marks as written (Tensor(a!)).
   MutableTensorView out(const char* name) const {
     const size_t i = index(name);
-    if (!written_[i]) throw std::logic_error(op_ + ": '" + name + "' is not a written argument");
+    if (!sig_.writes(i))
+      throw std::logic_error(op() + ": '" + name + "' is not a written argument");
     return views_[i];
   }
 
@@ -177,16 +210,16 @@ class Call {
     const c10::IValue& v = arg(name);
     return v.isNone() ? fallback : v.toStringRef();
   }
-  const std::string& op() const { return op_; }
+  const std::string& op() const { return sig_.name(); }
 
   // The keyword-only options; the returned Options refer to this Call's variant text.
   Options options() {
     Options o;
-    o.impl = parse_impl(op_, text("impl"));
+    o.impl = parse_impl(op(), text("impl"));
     variant_ = text_or("variant", "");
     o.variant = variant_;
     o.check_finite = flag("check_finite");
-    o.num_threads = threads_of(op_, integer_or_none("num_threads"));
+    o.num_threads = threads_of(op(), integer_or_none("num_threads"));
     return o;
   }
 
@@ -198,21 +231,18 @@ class Call {
     if (!v.empty()) std::memcpy(t.data_ptr(), v.data(), v.size() * sizeof(T));
     give(std::move(t));
   }
+
   std::vector<c10::IValue>& results() { return results_; }
 
  private:
-  size_t index(const char* name) const {
-    const auto i = schema_.argumentIndexWithName(name);
-    if (!i) throw std::logic_error(op_ + ": the binding reads '" + name + "', not in its schema");
-    return static_cast<size_t>(*i);
-  }
+  size_t index(const char* name) const { return sig_.index(schema_, name); }
   const c10::IValue& arg(const char* name) const { return args_[index(name)]; }
 
+  const Signature& sig_;
   const c10::FunctionSchema& schema_;
   c10::ArrayRef<c10::IValue> args_;
   std::vector<MutableTensorView> views_;
-  std::vector<bool> written_;
-  std::string op_, variant_;
+  std::string variant_;
   std::vector<c10::IValue> results_;
 };
 
@@ -657,27 +687,43 @@ std::string schema_of(const BoundOp& op) {
   return s + ") -> " + op.returns;
 }
 
-// The one kernel of every bound op: finds the op's table entry, runs it on the stack's arguments
-// and replaces them with its results. The Python binding of torch.ops releases the GIL around it.
-void run_boxed(const c10::OperatorHandle& handle, torch::jit::Stack* stack) {
-  const c10::FunctionSchema& schema = handle.schema();
-  const std::string& full = schema.name();
-  const std::string name = full.substr(full.find("::") + 2);
-  const std::vector<BoundOp>& ops =
-      full.rfind("dsv4cpu::", 0) == 0 ? bound_ops() : tool_ops();
-  const auto op = std::find_if(ops.begin(), ops.end(),
-                               [&](const BoundOp& o) { return name == o.name; });
-  if (op == ops.end()) throw std::logic_error("dsv4cpu: no binding for " + full);
-  std::vector<c10::IValue> results;
-  try {
-    Call call(schema, *stack, op->fp8);
-    op->run(call);
-    results = std::move(call.results());
-  } catch (const Error& e) {
-    raise_for_python(e);
+Signature::Signature(const BoundOp& op, const c10::FunctionSchema& schema)
+    : op_(op), name_(op.name), literals_(schema.arguments().size()) {
+  for (const c10::Argument& a : schema.arguments()) {
+    written_.push_back(written(a));
+    fp8_.push_back(std::find(op.fp8.begin(), op.fp8.end(), a.name()) != op.fp8.end());
   }
-  torch::jit::drop(*stack, schema.arguments().size());
-  for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
+}
+
+// The one kernel of every bound op, made for its table entry when the op is registered: runs the
+// entry on the stack's arguments and replaces them with its results. The Python binding of
+// torch.ops releases the GIL around it.
+class BoundKernel final : public c10::OperatorKernel {
+ public:
+  BoundKernel(const BoundOp& op, const c10::FunctionSchema& schema) : sig_(op, schema) {}
+
+  void operator()(const c10::OperatorHandle& handle, c10::DispatchKeySet,
+                  torch::jit::Stack* stack) const {
+    const c10::FunctionSchema& schema = handle.schema();
+    std::vector<c10::IValue> results;
+    try {
+      Call call(sig_, schema, *stack);
+      sig_.op().run(call);
+      results = std::move(call.results());
+    } catch (const Error& e) {
+      raise_for_python(e);
+    }
+    torch::jit::drop(*stack, sig_.size());
+    for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
+  }
+
+ private:
+  Signature sig_;
+};
+
+torch::CppFunction kernel_of(const BoundOp& op) {
+  return torch::CppFunction::makeFromBoxedFunctor(
+      std::make_unique<BoundKernel>(op, torch::schema(schema_of(op).c_str())));
 }
 
 }  // namespace
@@ -789,7 +835,7 @@ TORCH_LIBRARY_IMPL(dsv4cpu, CPU, m) {
   using namespace dsv4cpu::python;
   for (const BoundOp& op : bound_ops())
     if (takes_tensors(op))
-      m.impl(op.name, torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+      m.impl(op.name, kernel_of(op));
 }
 
 TORCH_LIBRARY_IMPL(dsv4cpu, Functionalize, m) {
@@ -804,14 +850,13 @@ TORCH_LIBRARY_IMPL(dsv4cpu, CompositeExplicitAutograd, m) {
   using namespace dsv4cpu::python;
   for (const BoundOp& op : bound_ops())
     if (!takes_tensors(op))
-      m.impl(op.name, torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+      m.impl(op.name, kernel_of(op));
 }
 
 TORCH_LIBRARY(_dsv4cpu, m) {
   using namespace dsv4cpu::python;
   for (const BoundOp& op : tool_ops())
-    m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA),
-          torch::CppFunction::makeFromBoxedFunction<&run_boxed>());
+    m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA), kernel_of(op));
   for (const auto& [name, schema] : twins()) {
     m.def(torch::schema(schema.c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
     m.impl(name.c_str(), torch::dispatch(c10::DispatchKey::CPU,

@@ -50,6 +50,8 @@ class Bench:
     traffic: str = "read"
     times_ns: list = field(default_factory=list)   # time per iteration, one per repetition
     bytes_per_second: list = field(default_factory=list)
+    #: Bytes a checked run's finiteness checks read before its traffic (counter check_bytes), or 0.
+    check_bytes: float = 0.0
     flops_per_second: list = field(default_factory=list)
     peak_flops: list = field(default_factory=list)  # the roof of the target that ran (the suite's)
 
@@ -133,11 +135,19 @@ class Results:
         return roof.median_bps if roof else None
 
     def share(self, bench):
-        """Bytes/s over the roofline of the benchmark's traffic at its thread count (a fraction)."""
+        """Bytes/s over the roofline of the benchmark's traffic at its thread count (a fraction).
+        A run whose checks read check_bytes first is held to the roof of its own traffic: the
+        time of its bytes at that roofline plus the time of check_bytes at stream_read."""
         roof = self.roofline_bps(bench.traffic, bench.threads)
         if bench.is_roofline or not roof or not bench.median_bps:
             return None
-        return bench.median_bps / roof
+        share = bench.median_bps / roof
+        if bench.check_bytes:
+            read = self.roofline_bps("read", bench.threads)
+            if not read:
+                return None
+            share += bench.check_bytes / (bench.median_ns * 1e-9) / read
+        return share
 
     def roof_bound(self, bench):
         """Whether the benchmark reaches ROOF_BOUND_SHARE of its roof in this run."""
@@ -147,7 +157,14 @@ class Results:
         roof = self.roofline(bench.traffic, bench.threads)
         if bench.is_roofline or not roof:
             return []
-        return [bps / r for bps, r in zip(bench.bytes_per_second, roof.bytes_per_second)]
+        if not bench.check_bytes:
+            return [bps / r for bps, r in zip(bench.bytes_per_second, roof.bytes_per_second)]
+        read = self.roofline("read", bench.threads)
+        if not read:
+            return []
+        return [bps / r + bench.check_bytes / (t * 1e-9) / rd for bps, r, t, rd in
+                zip(bench.bytes_per_second, roof.bytes_per_second, bench.times_ns,
+                    read.bytes_per_second)]
 
     def _reference(self, bench):
         """The reference run (one thread, checked) of an optimized one-thread run, checked or not."""
@@ -233,6 +250,8 @@ def load(path):
             b.flops_per_second.append(row["flops"])
         if "peak_flops" in row:
             b.peak_flops.append(row["peak_flops"])
+        if "check_bytes" in row:
+            b.check_bytes = row["check_bytes"]
     return Results(path, doc.get("context", {}), benches)
 
 

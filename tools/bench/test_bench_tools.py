@@ -316,6 +316,25 @@ class BenchlibTest(unittest.TestCase):
         two = r.two_threads(hwy)
         self.assertAlmostEqual(r.share(two), (32768 / 250e-9) / (2 * 67108864 / 5e-3))
 
+    def test_checked_run_held_to_the_roof_of_its_own_traffic(self):
+        # op_a/hwy/s2's checks read 16384 B more: its roof adds their time at stream_read
+        # (64 MiB in 8 ms); the unchecked run has no such counter.
+        doc = synthetic(jitter=0)
+        for row in doc["benchmarks"]:
+            if row["name"] == "op_a/hwy/s2":
+                row["check_bytes"] = 16384
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "r.json")
+            with open(p, "w") as f:
+                json.dump(doc, f)
+            r = benchlib.load(p)
+        copy_s, read_s = 32768 / (2 * 67108864 / 8e-3), 16384 / (67108864 / 8e-3)
+        self.assertAlmostEqual(r.share(r.find("op_a", "hwy", "s2")), (copy_s + read_s) / 400e-9)
+        self.assertAlmostEqual(r.share_samples(r.find("op_a", "hwy", "s2"))[0],
+                               (copy_s + read_s) / 400e-9)
+        self.assertAlmostEqual(r.share(r.find("op_a", "hwy", "s2", checked=False)),
+                               copy_s / 300e-9)
+
 
 class DashboardTest(unittest.TestCase):
     def render(self, d, scales, extra=()):
