@@ -58,7 +58,9 @@ inline void convert_keys_avx512(const uint8_t* const* codes, int64_t n, int64_t 
       _mm512_storeu_si512(out + k * kDim + i, _mm512_setzero_si512());
 }
 
-// VBMI: only the AMX unit, built with -mavx512vbmi, uses these.
+// VBMI: the AMX unit, built with -mavx512vbmi, uses these (and tests/test_avx512_pieces.cpp, whose
+// target pragma does not define __AVX512VBMI__, asks for them by DSV4CPU_VBMI_PIECES).
+#if defined(__AVX512VBMI__) || defined(DSV4CPU_VBMI_PIECES)
 template <class Seq>
 struct ByteTables;
 template <size_t... I>
@@ -106,6 +108,7 @@ inline void convert_keys_vbmi(const uint8_t* const* codes, int64_t n, int64_t ro
     for (int64_t i = 0; i < kDim; i += 32)
       _mm512_storeu_si512(out + k * kDim + i, _mm512_setzero_si512());
 }
+#endif  // VBMI
 
 // max(dot, +0) with +0 for NaN and −0 (the second operand wins); the mask keeps the compiler from
 // swapping the operands.
@@ -182,9 +185,11 @@ struct Avx512Pieces {
   static constexpr auto accumulate = &epilogue_accumulate_avx512;
   static constexpr auto finish = &epilogue_finish_avx512;
 };
+#if defined(__AVX512VBMI__) || defined(DSV4CPU_VBMI_PIECES)
 struct VbmiPieces : Avx512Pieces {
   static constexpr auto convert = &convert_keys_vbmi;
 };
+#endif
 
 }  // namespace
 }  // namespace dsv4cpu::detail::opt

@@ -23,6 +23,7 @@
 // Everything up to pop_options is built for AVX-512 and has internal linkage.
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,fma")
+#define DSV4CPU_VBMI_PIECES 1
 #include "optimized/indexer_avx512.hpp"
 namespace vector_pieces {
 namespace {
