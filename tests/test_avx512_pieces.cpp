@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/cpu.hpp"
 #include "optimized/indexer_bf16.hpp"
 #include "testing/gtest.hpp"
+#include "testing/runs.hpp"
 
 // Everything up to pop_options is built for AVX-512 and has internal linkage.
 #pragma GCC push_options
@@ -51,14 +51,12 @@ namespace dsv4cpu {
 namespace {
 
 namespace opt = detail::opt;
-using detail::Isa;
 
-// Runs the test only where the ISA is there; a failure where the machine must offer it.
-#define DSV4CPU_REQUIRE(isa, name)                                                    \
-  if (!detail::isa_available(isa)) {                                                  \
-    if (testing::isa_required(name)) FAIL() << name " is required but not available"; \
-    GTEST_SKIP() << name " not available";                                            \
-  }
+// Runs the test only where the logits variant of the ISA runs (the pieces' ISA); a failure where
+// the machine must offer it.
+#define DSV4CPU_REQUIRE(isa)                                       \
+  DSV4CPU_SKIP_IF_ABSENT("fp8_paged_mqa_logits",                    \
+                         testing::runs("fp8_paged_mqa_logits", testing::isa_plan(isa)))
 
 uint32_t bits(float x) {
   uint32_t b;
@@ -103,19 +101,19 @@ void check_convert(void (*convert)(const uint8_t* const*, int64_t, int64_t, uint
 }
 
 TEST(Avx512Pieces, ConvertKeysAvx512IsConvertKeys) {
-  DSV4CPU_REQUIRE(Isa::avx512bf16, "avx512bf16");
+  DSV4CPU_REQUIRE("avx512bf16");
   check_convert(vector_pieces::convert_avx512);
 }
 
 TEST(Avx512Pieces, ConvertKeysVbmiIsConvertKeys) {
-  DSV4CPU_REQUIRE(Isa::amx, "amx");
+  DSV4CPU_REQUIRE("amx");
   check_convert(vector_pieces::convert_vbmi);
 }
 
 // Special values at boundary keys (0, 15, 16, n − 1) and heads (0, 15, 16, 63), the rest random
 // with ties and values whose sums round differently in another order.
 TEST(Avx512Pieces, EpilogueIsTheScalarEpilogue) {
-  DSV4CPU_REQUIRE(Isa::avx512bf16, "avx512bf16");
+  DSV4CPU_REQUIRE("avx512bf16");
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const float inf = std::numeric_limits<float>::infinity();
@@ -167,7 +165,7 @@ TEST(Avx512Pieces, EpilogueIsTheScalarEpilogue) {
 // gives RN(1 + 2⁻²⁴) = 1 (a tie, to even) and 2⁻²⁴ + 2⁻²⁴ = 2⁻²³; width 4 gives 1 + 2⁻²³, exact.
 // (Left to right the sum stays 1.) Key k has scale 2^k, so each result must land at its key.
 TEST(Avx512Pieces, SummationTreeByHand) {
-  DSV4CPU_REQUIRE(Isa::avx512bf16, "avx512bf16");
+  DSV4CPU_REQUIRE("avx512bf16");
   float lanes[opt::kKeyBlock][16] = {};
   opt::KeyBlock keys{};
   for (int k = 0; k < 16; ++k) {
