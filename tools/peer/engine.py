@@ -1,11 +1,14 @@
 """vLLM's engine generating with a tiny DeepSeek-V4, with vLLM's own kernels or dsv4cpu's
 (ci/vllm-engine.sh, docs/vllm.md "The engine run").
 
-    engine.py config FOLDER                  the tiny model's config.json (dummy weights)
     engine.py run FOLDER OUT.json [--tp N]   one run in this process: greedy tokens, top-2
                                              logprobs, prefill and decode times, the calls each
                                              library served in every worker
-    engine.py compare A.json B.json [TP2.json]  the comparison; the last line is the verdict
+    engine.py compare VLLM.json DSV4CPU.json [VLLM_TP2.json DSV4CPU_TP2.json]
+                                             the comparison; the last line is the verdict
+
+FOLDER holds the tiny model that tools/peer/engine_model.py writes (config.json and a
+checkpoint, loaded with load_format="safetensors").
 
 `run` uses the kernels the process's vLLM plugins give it: ci/vllm-engine.sh sets VLLM_PLUGINS
 (with `dsv4cpu` for dsv4cpu's kernels, without it for vLLM's) and DSV4CPU_VLLM_WORKAROUNDS=1
@@ -21,67 +24,11 @@ import os
 import sys
 import time
 
+from engine_model import SEED, VOCAB
+
 #: Prompt lengths (tokens) and new tokens per prompt (issue 24).
 PROMPT_LENGTHS = (300, 2500, 3500)
 MAX_TOKENS = 32
-VOCAB = 4096
-SEED = 0
-
-#: The tiny DeepSeek-V4: the attention dimensions are the model's (head 512, rope 64, indexer
-#: 64 heads x 128, top-k 512, window 128, compress ratios 4 and 128); the rest is shrunk. The
-#: keys are those vLLM 0.32.0 reads (vllm/models/deepseek_v4/attention.py, cpu/model.py,
-#: common/rope.py). vLLM's CPU routing kernels take 64/128/256/384 experts only.
-CONFIG = {
-    "architectures": ["DeepseekV4ForCausalLM"],
-    "model_type": "deepseek_v4",
-    "torch_dtype": "bfloat16",
-    "vocab_size": VOCAB,
-    "hidden_size": 512,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 16,
-    "head_dim": 512,
-    "qk_rope_head_dim": 64,
-    "q_lora_rank": 256,
-    "o_lora_rank": 256,
-    "o_groups": 2,
-    "n_routed_experts": 64,
-    "num_experts_per_tok": 6,
-    "n_shared_experts": 1,
-    "moe_intermediate_size": 256,
-    "num_hash_layers": 1,
-    "scoring_func": "sqrtsoftplus",
-    "topk_method": "noaux_tc",
-    "norm_topk_prob": True,
-    "routed_scaling_factor": 1.5,
-    "swiglu_limit": 10.0,
-    "hidden_act": "silu",
-    "sliding_window": 128,
-    "compress_ratios": [4, 128],
-    "index_n_heads": 64,
-    "index_head_dim": 128,
-    "index_topk": 512,
-    "hc_mult": 4,
-    "hc_sinkhorn_iters": 20,
-    "hc_eps": 1e-6,
-    "rms_norm_eps": 1e-6,
-    "rope_theta": 10000.0,
-    "compress_rope_theta": 160000.0,
-    "rope_scaling": {"type": "yarn", "rope_type": "yarn", "factor": 16.0,
-                     "original_max_position_embeddings": 65536, "beta_fast": 32,
-                     "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0},
-    "max_position_embeddings": 1048576,
-    "num_nextn_predict_layers": 0,
-    "expert_dtype": "bf16",
-    "bos_token_id": 0,
-    "eos_token_id": 1,
-}
-
-
-def write_config(folder):
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(CONFIG, f, indent=2)
-        f.write("\n")
 
 
 def prompts():
@@ -91,49 +38,25 @@ def prompts():
     return [[generator.randrange(2, VOCAB) for _ in range(n)] for n in PROMPT_LENGTHS]
 
 
-#: vLLM's dummy weights are uniform in [-1e-3, 1e-3] (the same seed for every tensor): such a
-#: model's logits lie within 1e-5 of each other (every step a near-tie) and its attention adds
-#: almost nothing to the residual stream. The dummy loader's initialisation is therefore widened,
-#: the same way in both runs, in each worker (this module is the workers' extension class, so
-#: they import it before they load the model): bf16 vectors (the RMSNorm weights: the model has
-#: no bf16 biases) are 1, bf16 matrices (embedding, projections, experts) get a standard
-#: deviation of 1/sqrt(512) (hidden size 512), float32 tensors (hyper-connections, sinks, APE)
-#: keep vLLM's values, and the hash-routing table (int, which the dummy loader leaves unset) is a
-#: fixed pattern of 6 distinct experts per token. Packed CPU weights cannot be changed after
-#: loading (vLLM keeps them in its GEMM handles), hence the change at initialisation.
-WEIGHT_STD = 512 ** -0.5
-DUMMY_STD = 2e-3 / 12 ** 0.5
-
-
-def _widen(initialize):
-    import torch
-
-    def initialize_single_dummy_weight(param, *args, **kwargs):
-        initialize(param, *args, **kwargs)
-        if param.device.type == "meta":
-            return
-        with torch.no_grad():
-            if param.dtype in (torch.int32, torch.int64) and tuple(param.shape) == (
-                    CONFIG["vocab_size"], CONFIG["num_experts_per_tok"]):
-                rows = torch.arange(param.shape[0], dtype=torch.int64).unsqueeze(1) * 7
-                columns = torch.arange(param.shape[1], dtype=torch.int64).unsqueeze(0) * 11
-                param.copy_(((rows + columns) % CONFIG["n_routed_experts"]).to(param.dtype))
-            elif param.dtype == torch.bfloat16 and param.dim() == 1:
-                param.fill_(1.0)
-            elif param.dtype == torch.bfloat16:
-                param.mul_(WEIGHT_STD / DUMMY_STD)
-    return initialize_single_dummy_weight
-
-
-def _widen_dummy_weights():
-    try:
-        from vllm.model_executor.model_loader import dummy_loader
-    except ImportError:
+def _check_every_parameter_loaded():
+    """vLLM's own check after loading (DefaultModelLoader.track_weights_loading) exempts every
+    module with a quantization method, unquantized linear layers included; here each worker
+    fails unless the model's load_weights reports every parameter of the model loaded."""
+    from vllm.models import deepseek_v4
+    model = deepseek_v4.DeepseekV4ForCausalLM
+    load_weights = model.load_weights
+    if getattr(load_weights, "checked", False):
         return
-    if not getattr(dummy_loader.initialize_single_dummy_weight, "widened", False):
-        dummy_loader.initialize_single_dummy_weight = _widen(
-            dummy_loader.initialize_single_dummy_weight)
-        dummy_loader.initialize_single_dummy_weight.widened = True
+
+    def load_weights_checked(self, weights):
+        loaded = load_weights(self, weights)
+        missing = sorted(set(dict(self.named_parameters())) - set(loaded))
+        if missing:
+            raise RuntimeError(f"engine.py: the checkpoint left {len(missing)} parameters of "
+                               f"vLLM's model unloaded: {', '.join(missing)}")
+        return loaded
+    load_weights_checked.checked = True
+    model.load_weights = load_weights_checked
 
 
 from dsv4cpu.vllm import WorkerCounts  # noqa: E402  (imports torch)
@@ -141,7 +64,8 @@ from dsv4cpu.vllm import WorkerCounts  # noqa: E402  (imports torch)
 
 class EngineWorker(WorkerCounts):
     """The workers' extension class of this run (``worker_extension_cls``): dsv4cpu's counts
-    (dsv4cpu.vllm.WorkerCounts); importing this module widens the dummy weights."""
+    (dsv4cpu.vllm.WorkerCounts); importing this module, before the worker loads the model,
+    adds the check that the checkpoint loads every parameter."""
 
     def engine_interpreter(self):
         """The Triton interpreter's launches and seconds in this worker (vLLM's metadata
@@ -163,7 +87,7 @@ class EngineWorker(WorkerCounts):
 
 
 if __name__ != "__main__":
-    _widen_dummy_weights()
+    _check_every_parameter_loaded()
 
 
 def _sampling(max_tokens, logprobs=None):
@@ -181,7 +105,7 @@ def run(folder, out, tp):
     """One engine, three prompts; everything measured in this process goes to ``out``."""
     from vllm import LLM
     started = time.perf_counter()
-    llm = LLM(model=folder, load_format="dummy", skip_tokenizer_init=True, enforce_eager=True,
+    llm = LLM(model=folder, load_format="safetensors", skip_tokenizer_init=True, enforce_eager=True,
               dtype="bfloat16", max_model_len=4096, seed=SEED, tensor_parallel_size=tp,
               enable_prefix_caching=False, worker_extension_cls="engine.EngineWorker",
               # On CPU the share of the machine's memory vLLM reserves (weights and KV cache);
@@ -243,6 +167,13 @@ def run(folder, out, tp):
 #: lm_head std 1/sqrt(512): logit std 1, the largest of 4096 about 3.5): 1 ulp = 2^-6.
 LOGIT_ULP = 2.0 ** -6
 MARGIN = 2 * 2 * 2 * LOGIT_ULP
+#: tp 2 against tp 1, the same kernels (docs/vllm.md, "Tensor parallel"): each layer has two
+#: sums that tp 2 splits over the ranks, the o-projection (wo_b) and the MoE (routed and shared
+#: experts, the intermediate split); each rank rounds its partial sum to bf16 and the all-reduce
+#: rounds their sum, where tp 1 rounds once: up to about 2 bf16 ulps of the output per sum.
+#: 2 sums x 2 layers x 2 ulps = 8 ulps of the logit, 16 for the top-2 gap. The rest is the same
+#: computation (heads, vocabulary halves and replicated layers computed alone).
+TP_MARGIN = 2 * 2 * 2 * 2 * LOGIT_ULP
 
 
 def _margin(step):
@@ -254,28 +185,33 @@ def _tokens(tokens):
     return " ".join(str(t) for t in tokens)
 
 
-def _compare_tokens(label, a, b, names):
-    """Prints the comparison of the runs ``a`` and ``b`` prompt by prompt; returns (identical,
-    within margin) over all prompts."""
+def _compare_tokens(label, a, b, names, margin):
+    """Prints the comparison of the runs ``a`` and ``b`` prompt by prompt (the prompts of ``b``;
+    ``a`` has them too) and returns (identical, within ``margin``) over all of them."""
     identical = within = True
-    for pa, pb in zip(a["prompts"], b["prompts"]):
-        n = pa["prompt_tokens"]
+    for pb in b["prompts"]:
+        n = pb["prompt_tokens"]
+        pa = next(p for p in a["prompts"] if p["prompt_tokens"] == n)
         step = next((i for i, (x, y) in enumerate(zip(pa["tokens"], pb["tokens"])) if x != y),
                     None)
         print(f"{label} prompt {n} tokens:")
-        print(f"  {names[0]:<13} {_tokens(pa['tokens'])}")
-        print(f"  {names[1]:<13} {_tokens(pb['tokens'])}")
+        print(f"  {names[0]:<14} {_tokens(pa['tokens'])}")
+        print(f"  {names[1]:<14} {_tokens(pb['tokens'])}")
         if step is None:
             print(f"  identical ({len(pa['tokens'])} of {len(pa['tokens'])} tokens)")
             continue
         identical = False
         ma, mb = _margin(pa["steps"][step]), _margin(pb["steps"][step])
-        ok = ma <= MARGIN and mb <= MARGIN
+        ok = ma <= margin and mb <= margin
         within &= ok
         print(f"  diverge at step {step}: {names[0]} {pa['tokens'][step]} (top-2 margin "
               f"{ma:.4f}), {names[1]} {pb['tokens'][step]} (top-2 margin {mb:.4f}): "
-              f"{'a near-tie, within' if ok else 'NOT within'} the margin {MARGIN:.4f}")
+              f"{'a near-tie, within' if ok else 'NOT within'} the margin {margin:.4f}")
     return identical, within
+
+
+def _verdict(identical, within):
+    return "identical" if identical else "within margin" if within else "DIFFERENT"
 
 
 def _served(run):
@@ -299,7 +235,7 @@ def compare(paths):
     runs = [json.load(open(p)) for p in paths]
     vllm_run, dsv4cpu_run = runs[0], runs[1]
     identical, within = _compare_tokens("tp 1", vllm_run, dsv4cpu_run,
-                                        ("vLLM's kernels", "dsv4cpu"))
+                                        ("vLLM's kernels", "dsv4cpu"), MARGIN)
     failed = not within
     counted = [dsv4cpu_run] + runs[3:4]
     print("calls of the nine operators, all workers (dsv4cpu / vLLM's kernel):")
@@ -336,35 +272,37 @@ def compare(paths):
     print(f"time tp 1, 1 thread: prefill (all prompts) vLLM's kernels {vp:.2f} s, dsv4cpu "
           f"{dp:.2f} s; decode (mean per token) vLLM's kernels {1e3 * vd:.1f} ms, dsv4cpu "
           f"{1e3 * dd:.1f} ms")
+    tp_clause = ""
     if len(runs) >= 4:
-        tp2_identical, tp2_within = _compare_tokens("tp 2", runs[2], runs[3],
-                                                    ("vLLM's kernels", "dsv4cpu"))
-        failed |= not tp2_within
+        vllm_tp2, dsv4cpu_tp2 = runs[2], runs[3]
+        tp2_identical, tp2_within = _compare_tokens("tp 2", vllm_tp2, dsv4cpu_tp2,
+                                                    ("vLLM's kernels", "dsv4cpu"), MARGIN)
         identical &= tp2_identical
         within &= tp2_within
-        # Informational: with load_format="dummy" each rank draws its shard from the start of
-        # the same random sequence, so the tp 2 model is another model than the tp 1 one
-        # (docs/vllm-parity.md §5, finding 3).
-        for p2 in runs[2]["prompts"]:
-            p1 = next(p for p in vllm_run["prompts"] if p["prompt_tokens"] == p2["prompt_tokens"])
-            same = sum(x == y for x, y in zip(p1["tokens"], p2["tokens"]))
-            print(f"tp 2 against tp 1, vLLM's kernels, prompt {p2['prompt_tokens']}: {same} of "
-                  f"{len(p1['tokens'])} tokens equal (dummy weights: another model, not judged)")
-    verdict = "identical" if identical else "within margin" if within else "DIFFERENT"
-    print(f"vllm engine: {len(vllm_run['prompts'])} prompts, tokens {verdict}, dsv4cpu served "
-          f"{served_calls}/{total_calls} calls, prefill {vp / dp:.2f}× decode {vd / dd:.2f}× "
-          f"vLLM's kernels")
+        # The same kernels at tp 2 and tp 1: the checkpoint's weights do not depend on the
+        # sharding, so the tokens may differ only at a near-tie of the split sums (TP_MARGIN).
+        tp_identical = tp_within = True
+        for name, one, two in (("vLLM's kernels", vllm_run, vllm_tp2),
+                               ("dsv4cpu", dsv4cpu_run, dsv4cpu_tp2)):
+            same, near = _compare_tokens(f"tp 2 against tp 1, {name},", one, two,
+                                         ("tp 1", "tp 2"), TP_MARGIN)
+            tp_identical &= same
+            tp_within &= near
+        failed |= not (tp2_within and tp_within)
+        tp_clause = (f", tp 2 ({len(vllm_tp2['prompts'])} prompts) against tp 1 "
+                     f"{_verdict(tp_identical, tp_within)}")
+    print(f"vllm engine: {len(vllm_run['prompts'])} prompts, tokens "
+          f"{_verdict(identical, within)}{tp_clause}, dsv4cpu served {served_calls}/"
+          f"{total_calls} calls, prefill {vp / dp:.2f}× decode {vd / dd:.2f}× vLLM's kernels")
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
     command = sys.argv[1]
-    if command == "config":
-        write_config(sys.argv[2])
-    elif command == "run":
+    if command == "run":
         tp = int(sys.argv[sys.argv.index("--tp") + 1]) if "--tp" in sys.argv else 1
         run(sys.argv[2], sys.argv[3], tp)
     elif command == "compare":
         sys.exit(compare(sys.argv[2:]))
     else:
-        sys.exit(f"engine.py: unknown command {command!r}: config, run or compare")
+        sys.exit(f"engine.py: unknown command {command!r}: run or compare")
