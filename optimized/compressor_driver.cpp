@@ -1,6 +1,6 @@
 // The driver of the optimized compress variants (compressor.md §5-§7): the emitting tokens and
 // their window rows, work items over OpenMP threads, the hand-over of a call with a non-finite
-// intermediate to the reference (core/fallback.hpp), and the paged store. Each entry comes from one pool call per
+// intermediate (core/fallback.hpp), and the paged store. Each entry comes from one pool call per
 // channel range and one finish call whatever the thread, so the output never depends on the
 // thread count; the pooled channels of a token are independent, so a split of them changes no bit.
 #include <algorithm>
@@ -82,12 +82,8 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
     parallel_for(E, std::min<int>(threads, static_cast<int>(E)),
                  [&](int64_t i) { finish_entry(i, pooled.data() + i * HD); });
   }
-  if (ctx.check_finite)
-    for (uint8_t ok : finite)
-      if (!ok) {
-        count_fallback(Fallback::compress_norm_rope_store);
-        return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error
-      }
+  if (ctx.check_finite && std::find(finite.begin(), finite.end(), 0) != finite.end())
+    return hand_over(Fallback::compress_norm_rope_store, ref::compress_norm_rope_store, a, ctx);
 
   // §6.3 / §7: entry j = slot % P of page slot / P; data region, then the scale region.
   const int64_t P = a.kv_cache_block_size;
