@@ -8,8 +8,9 @@
 //   highway(name, k)              Highway dynamic dispatch (every compiled target is a test run)
 //   fixed_isa(name, Isa::..., k)  a translation unit built for one ISA (core/cpu.hpp probes it)
 //   portable(name, k)             plain C++ with no ISA of its own
-// A kernel family with a table (DSV4CPU_LOGITS_KERNELS, DSV4CPU_ATTENTION_KERNELS) gives one
-// variant per line of its table, through the DSV4CPU_*_VARIANT lines below.
+// A kernel family with a table (DSV4CPU_COMPRESSOR_KERNELS, DSV4CPU_LOGITS_KERNELS,
+// DSV4CPU_ATTENTION_KERNELS) gives one variant per line of its table, through the
+// DSV4CPU_*_VARIANT lines below.
 #include "api/registry.hpp"
 
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "args/metadata.hpp"
 #include "core/errors.hpp"
 #include "optimized/attention_kernel.hpp"
+#include "optimized/compressor_kernel.hpp"
 #include "optimized/indexer_logits.hpp"
 
 namespace dsv4cpu {
@@ -40,7 +42,7 @@ const std::vector<OpEntry>& registered_op_entries() {
   };
   static VariantList<CompressNormRopeStoreArgs> compress_norm_rope_store = {
       // both heads
-      highway("hwy", opt::compress_norm_rope_store),
+      DSV4CPU_COMPRESSOR_KERNELS(DSV4CPU_COMPRESS_VARIANT)
       reference(ref::compress_norm_rope_store),
   };
   static VariantList<MakeCosSinCacheArgs> make_cos_sin_cache = {

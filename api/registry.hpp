@@ -47,10 +47,14 @@ const Variant<Args>& select_variant(const char* op, const VariantList<Args>& lis
   return first_runnable(this_cpu(), list);  // optimized and best coincide: the reference is last
 }
 
-// The variant of one line of a kernel family's table (DSV4CPU_LOGITS_KERNELS of
-// optimized/indexer_logits.hpp, DSV4CPU_ATTENTION_KERNELS of optimized/attention_kernel.hpp), with
-// a trailing comma: the lists of api/registry.cpp expand each table through these. Inside
-// namespace dsv4cpu::detail, with the family's header included.
+// The variant of one line of a kernel family's table (DSV4CPU_COMPRESSOR_KERNELS of
+// optimized/compressor_kernel.hpp, DSV4CPU_LOGITS_KERNELS of optimized/indexer_logits.hpp,
+// DSV4CPU_ATTENTION_KERNELS of optimized/attention_kernel.hpp), with a trailing comma: the lists of
+// api/registry.cpp expand each table through these. Inside namespace dsv4cpu::detail, with the
+// family's header included.
+#define DSV4CPU_COMPRESS_VARIANT(name, highway, isa)                                  \
+  Variant<CompressNormRopeStoreArgs>{#name, Role::optimized, {highway, Isa::isa}, \
+                                     opt::compress_with<&opt::name##_compressor_kernel>},
 #define DSV4CPU_LOGITS_VARIANT(name, highway, isa)                             \
   Variant<Fp8PagedMqaLogitsArgs>{#name, Role::optimized, {highway, Isa::isa}, \
                                  opt::logits_with<&opt::name##_logits_kernel>},

@@ -108,8 +108,9 @@ void make_cos_sin_cache(const MakeCosSinCacheArgs& a, const RunContext& ctx);
 }  // namespace ref
 
 // The optimized kernels ("hwy", optimized/compressor_hwy.cpp): Highway, dispatched at run time to
-// the best compiled target, OpenMP across tokens and channel chunks. They write the reference's
-// bytes (compressor.md §10) on every target and for any thread count.
+// the best compiled target, OpenMP across tokens. They write the reference's bytes (compressor.md
+// §10) on every target and for any thread count. The variants of the compress ops come from the
+// table of their kernel family (DSV4CPU_COMPRESSOR_KERNELS, optimized/compressor_kernel.hpp).
 namespace opt {
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx);
@@ -118,15 +119,6 @@ void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunCont
 // larger than the caches); `valid` (when not null): row n's count of locals >= 0 at valid[n].
 void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
                    int32_t* valid);
-// Both heads (a.layout). When ctx.check_finite and an intermediate is not finite, the reference
-// kernel recomputes the call and throws its NonFiniteError (the intermediates are bit-identical).
-void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx);
-
-// numerics.md §8.4 for channels [d0, d1) (multiples of 64) over `valid` >= 1 window rows in
-// ascending w: c[d] = pooled value of channel d, from kv[j][d] and score[j][d]. The pooling step of
-// compress_norm_rope_store, dispatched to the current Highway target.
-void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
-                 size_t d1, float* c);
 
 }  // namespace opt
 

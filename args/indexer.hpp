@@ -1,14 +1,12 @@
 // The kernel-facing argument packs of the indexer ops (validated by api/ before any variant runs,
 // read by every variant), the small pieces of the spec that every variant needs (row lengths, the
-// K-cache layout, the computed-value check of fused_indexer_q_rope_quant), and the kernels of
-// every variant (reference/, optimized/).
+// K-cache layout), and the kernels of every variant (reference/, optimized/).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "core/check.hpp"
-#include "core/check_finite.hpp"
 #include "core/registry.hpp"
 #include "dsv4cpu/indexer.hpp"
 
@@ -24,21 +22,6 @@ struct FusedIndexerQRopeQuantArgs {
   // Derived by validation.
   int64_t T = 0, H = 0;
 };
-
-// bad-input.md §1.4 (f) for fused_indexer_q_rope_quant: `weights_out` is the computed [T, H]
-// scratch; throws NonFiniteError for the first non-finite value (token-major). Does nothing when
-// ctx.check_finite is false. Every variant calls it after computing and before writing.
-inline void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* weights_out,
-                              const RunContext& ctx) {
-  if (!ctx.check_finite) return;
-  const int64_t n = a.T * a.H, i = first_non_finite(weights_out, n);
-  if (i < n)
-    fail_computed("fused_indexer_q_rope_quant", i / a.H, IndexReader(a.positions)(i / a.H),
-                  "weights_out head", i % a.H, weights_out[i],
-                  ", from weights" + format_index({i / a.H, i % a.H}) + " = " +
-                      format_f32(a.weights.ptr<const float>()[i]) +
-                      " x the query scale x softmax_scale x head_scale");
-}
 
 struct Fp8PagedMqaLogitsArgs {
   TensorView q_fp8, kv_cache, weights, seq_lens, page_table;
@@ -115,6 +98,8 @@ struct IndexerTopkArgs {
 // The scalar fp32 reference kernels (the oracle; reference/indexer.cpp, reference/topk.cpp).
 namespace ref {
 
+// Computes weights_out into scratch, checks it when ctx.check_finite (bad-input.md §1.4 (f), the
+// first offender token-major), then writes both outputs.
 void fused_indexer_q_rope_quant(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx);
 void fp8_paged_mqa_logits(const Fp8PagedMqaLogitsArgs& a, const RunContext& ctx);
 void topk_transform(const TopkTransformArgs& a, const RunContext& ctx);  // K = 512 and 1024
@@ -146,6 +131,8 @@ namespace opt {
 // (DSV4CPU_LOGITS_KERNELS, optimized/indexer_logits.hpp; the drivers in indexer_driver.cpp).
 
 // fused_indexer_q_rope_quant "hwy" (optimized/indexer_hwy.cpp), bit-exact with the reference.
+// When ctx.check_finite and a computed weight is not finite, the reference reruns the call and
+// throws its NonFiniteError (core/fallback.hpp).
 void fused_indexer_q_rope_quant_hwy(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx);
 
 // topk_transform_512 / topk_transform_1024 "hwy" (optimized/topk_hwy.cpp).

@@ -118,6 +118,7 @@ void WriteQuery(const FusedQnormRopeKvInsertArgs& a, int64_t t) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <algorithm>
 #include <vector>
 
 #include "core/fallback.hpp"
@@ -144,12 +145,8 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
         t < a.T_ins && slot(t) >= 0 ? entries.data() + t * kMlaEntryBytes : nullptr;
     finite[static_cast<size_t>(t)] = check(a, t, ctx.check_finite, entry);
   });
-  if (ctx.check_finite)
-    for (uint8_t ok : finite)
-      if (!ok) {
-        count_fallback(Fallback::fused_qnorm_rope_kv_insert);
-        return ref::fused_qnorm_rope_kv_insert(a, ctx);  // throws the reference's error
-      }
+  if (ctx.check_finite && std::find(finite.begin(), finite.end(), 0) != finite.end())
+    return hand_over(Fallback::fused_qnorm_rope_kv_insert, ref::fused_qnorm_rope_kv_insert, a, ctx);
 
   const auto write = HWY_DYNAMIC_DISPATCH(WriteQuery);
   parallel_for(a.T, threads, [&](int64_t t) { write(a, t); });

@@ -96,10 +96,8 @@ void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContex
     // Pass 1: every row checked, nothing written (reads 2·rope_dim bytes a row).
     const int threads = threads_for(ctx.num_threads, rows * a.rope_dim * 2);
     if (parallel_first(rows, threads,
-                       [&](int64_t b, int64_t e) { return run(a, b, e, false); }) < rows) {
-      count_fallback(Fallback::inverse_gptj_rope_o_proj);
-      return ref::inverse_gptj_rope_o_proj(a, ctx);  // throws the reference's error
-    }
+                       [&](int64_t b, int64_t e) { return run(a, b, e, false); }) < rows)
+      return hand_over(Fallback::inverse_gptj_rope_o_proj, ref::inverse_gptj_rope_o_proj, a, ctx);
   }
   // Pass 2: every row of out (reads 2·D bytes a row, writes 4·D).
   parallel_ranges(rows, threads_for(ctx.num_threads, rows * a.D * 6),

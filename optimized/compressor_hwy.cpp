@@ -1,6 +1,8 @@
 // Optimized compressor kernels (compressor.md §3, §4.1, §6, §7), written once with Highway and
-// compiled for every target of HWY_TARGETS; the generic drivers at the end (HWY_ONCE) split the
-// work over OpenMP threads and call the per-target code through dynamic dispatch.
+// compiled for every target of HWY_TARGETS. The end (HWY_ONCE) holds the "hwy" CompressorKernel
+// (pool and finish, run by the compress ops' driver in compressor_driver.cpp) and the drivers of
+// save_partial_states and map_local_to_global_slots, which split the work over OpenMP threads;
+// all call the per-target code through dynamic dispatch.
 //
 // Bit-exactness with the reference: channels are independent, so vectors run across channels and
 // every per-channel sequence (pooling over w ascending, numerics.md §8.4) keeps the reference's
@@ -386,10 +388,8 @@ bool Finish(const CompressNormRopeStoreArgs& a, int64_t p, const float* c, uint8
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <vector>
-
-#include "core/fallback.hpp"
 #include "core/parallel.hpp"
+#include "optimized/compressor_kernel.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -398,10 +398,24 @@ HWY_EXPORT(MapRows);
 HWY_EXPORT(Pool);
 HWY_EXPORT(Finish);
 
-void pool_window(const float* const* kv, const float* const* score, size_t valid, size_t d0,
-                 size_t d1, float* c) {
-  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c, nullptr, nullptr, 0);
+namespace {
+
+void hwy_pool(const float* const* kv, const float* const* score, size_t valid, size_t d0,
+              size_t d1, float* c, const float* const* next_kv, const float* const* next_score,
+              size_t next) {
+  HWY_DYNAMIC_DISPATCH(Pool)(kv, score, valid, d0, d1, c, next_kv, next_score, next);
 }
+
+bool hwy_finish(const CompressNormRopeStoreArgs& a, int64_t p, const float* c, uint8_t* data,
+                uint8_t* scale) {
+  return HWY_DYNAMIC_DISPATCH(Finish)(a, p, c, data, scale);
+}
+
+constexpr CompressorKernel kHwyKernel = {&hwy_pool, &hwy_finish};
+
+}  // namespace
+
+const CompressorKernel& hwy_compressor_kernel() { return kHwyKernel; }
 
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
@@ -422,93 +436,6 @@ void map_local_to_global_slots(const MapLocalToGlobalSlotsArgs& a, const RunCont
   const bool stream = a.N * a.K * 8 >= thresholds().stream_bytes;
   parallel_ranges(a.N, threads_for(ctx.num_threads, a.N * a.K * 16),
                   [&](int64_t n0, int64_t n1) { map_slot_rows(a, n0, n1, stream, nullptr); });
-}
-
-void compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx) {
-  const IndexReader pos(a.positions), kv_slot(a.kv_slot_mapping), gather(a.gather_slots);
-  std::vector<int64_t> emitting;
-  for (int64_t t = 0; t < a.N; ++t)
-    if (emits(pos(t), kv_slot(t), a.compress_ratio)) emitting.push_back(t);
-  const int64_t E = static_cast<int64_t>(emitting.size());
-  if (E == 0) return;
-  const EntryLayout& L = a.layout;
-  const int64_t HD = L.hd, entry_bytes = L.entry_bytes();
-
-  // Pooling work items: (emitting token, channel chunk). With fewer tokens than threads a token's
-  // channels are split into chunks of whole 64-channel blocks (channels are independent).
-  const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8);
-  const int64_t blocks = HD / 64;
-  const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
-  // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
-  // the state row, score at SW + that offset.
-  auto window_rows = [&](int64_t t, const float** kv, const float** score) {
-    size_t valid = 0;
-    for (int64_t w = 0; w < a.W; ++w) {
-      const int64_t g = gather(t, w);
-      if (g < 0) continue;
-      const float* row = a.state_cache.ptr<const float>() + (g / a.sbs) * a.state_cache.stride(0) +
-                         (g % a.sbs) * 2 * a.SW + (w >= a.compress_ratio ? HD : 0);
-      kv[valid] = row;
-      score[valid] = row + a.SW;
-      ++valid;
-    }
-    return valid;
-  };
-  const auto pool = HWY_DYNAMIC_DISPATCH(Pool);
-  const auto finish = HWY_DYNAMIC_DISPATCH(Finish);
-  std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
-  std::vector<uint8_t> finite(static_cast<size_t>(E));
-  const auto finish_entry = [&](int64_t i, const float* c) {
-    uint8_t* entry = entries.data() + i * entry_bytes;
-    finite[static_cast<size_t>(i)] =
-        finish(a, pos(emitting[static_cast<size_t>(i)]), c, entry, entry + L.data_bytes);
-  };
-  // Pools channels [d0, d1) of emitting token i into c[d0, d1).
-  const auto pool_token = [&](int64_t i, size_t d0, size_t d1, float* c) {
-    const float* kv[256];
-    const float* score[256];
-    const float* next_kv[16];
-    const float* next_score[16];
-    // Short windows fetch the next token's rows while they pool (long ones row by row).
-    const size_t next = a.W <= 16 && i + 1 < E
-                            ? window_rows(emitting[static_cast<size_t>(i + 1)], next_kv, next_score)
-                            : 0;
-    const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
-    pool(kv, score, valid, d0, d1, c, next_kv, next_score, next);
-  };
-  if (chunks == 1) {  // each token pooled and finished by one thread, its vector in L1
-    parallel_for(E, threads, [&](int64_t i) {
-      HWY_ALIGN float c[512];
-      pool_token(i, 0, static_cast<size_t>(HD), c);
-      finish_entry(i, c);
-    });
-  } else {
-    std::vector<float> pooled(static_cast<size_t>(E * HD));
-    parallel_for(E * chunks, threads, [&](int64_t item) {
-      const int64_t i = item / chunks, k = item % chunks;
-      pool_token(i, static_cast<size_t>(blocks * k / chunks * 64),
-                 static_cast<size_t>(blocks * (k + 1) / chunks * 64), pooled.data() + i * HD);
-    });
-    parallel_for(E, std::min<int>(threads, static_cast<int>(E)),
-                 [&](int64_t i) { finish_entry(i, pooled.data() + i * HD); });
-  }
-  if (ctx.check_finite)
-    for (uint8_t ok : finite)
-      if (!ok) {
-        count_fallback(Fallback::compress_norm_rope_store);
-        return ref::compress_norm_rope_store(a, ctx);  // throws the reference's error
-      }
-
-  // §6.3 / §7: entry j = slot % P of page slot / P; data region, then the scale region.
-  const int64_t P = a.kv_cache_block_size;
-  for (int64_t i = 0; i < E; ++i) {
-    const int64_t slot = kv_slot(emitting[static_cast<size_t>(i)]);
-    uint8_t* page = a.kv_cache.ptr<uint8_t>() + (slot / P) * a.kv_cache.stride(0);
-    const uint8_t* entry = entries.data() + i * entry_bytes;
-    std::memcpy(page + (slot % P) * L.data_bytes, entry, static_cast<size_t>(L.data_bytes));
-    std::memcpy(page + P * L.data_bytes + (slot % P) * L.scale_bytes, entry + L.data_bytes,
-                static_cast<size_t>(L.scale_bytes));
-  }
 }
 
 }  // namespace dsv4cpu::detail::opt

@@ -199,6 +199,8 @@ void QuantTokens(const FusedIndexerQRopeQuantArgs& a, int64_t t0, int64_t t1, ui
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/check_finite.hpp"
+#include "core/fallback.hpp"
 #include "core/parallel.hpp"
 
 namespace dsv4cpu::detail::opt {
@@ -227,7 +229,8 @@ constexpr LogitsKernel kHwyKernel = {&hwy_q_bytes, &hwy_prepare, &hwy_block, nul
 const LogitsKernel& hwy_logits_kernel() { return kHwyKernel; }
 
 // indexer.md §2 in one pass over q: codes and weights_out into scratch (the codes are a quarter of
-// q's bytes), the computed-value check, then both outputs.
+// q's bytes), the check of the computed weights (a non-finite one hands the call to the
+// reference, core/fallback.hpp), then both outputs.
 void fused_indexer_q_rope_quant_hwy(const FusedIndexerQRopeQuantArgs& a, const RunContext& ctx) {
   thread_local std::vector<uint8_t> scratch;  // grows to the largest call of the calling thread
   std::vector<float> w_out(static_cast<size_t>(a.T * a.H));
@@ -238,7 +241,10 @@ void fused_indexer_q_rope_quant_hwy(const FusedIndexerQRopeQuantArgs& a, const R
   parallel_ranges(a.T, threads, [&](int64_t t0, int64_t t1) {
     HWY_DYNAMIC_DISPATCH(QuantTokens)(a, t0, t1, codes, w_out.data());
   });
-  check_weights_out(a, w_out.data(), ctx);
+  if (ctx.check_finite &&
+      first_non_finite(w_out.data(), static_cast<int64_t>(w_out.size())) <
+          static_cast<int64_t>(w_out.size()))
+    return hand_over(Fallback::fused_indexer_q_rope_quant, ref::fused_indexer_q_rope_quant, a, ctx);
   std::copy(codes, codes + n, a.q_fp8.ptr<uint8_t>());
   std::copy(w_out.begin(), w_out.end(), a.weights_out.ptr<float>());
 }

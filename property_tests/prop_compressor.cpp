@@ -19,6 +19,7 @@
 #include "dsv4cpu/compressor.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "generators.hpp"
+#include "optimized/compressor_kernel.hpp"
 #include "prop_util.hpp"
 
 namespace dsv4cpu::prop {
@@ -273,8 +274,17 @@ rc::Gen<PoolCase> gen_pool_case() {
   });
 }
 
-// The Highway pooling step of compress_norm_rope_store on every Highway target.
-RC_GTEST_PROP(PoolWindow, EqualsSpecOrderOnEveryHighwayTarget, ()) {
+// The kernel of a compress variant, from its family's table (DSV4CPU_COMPRESSOR_KERNELS), or null.
+const detail::opt::CompressorKernel* compressor_kernel(const std::string& variant) {
+#define DSV4CPU_KERNEL_OF(name, highway, isa) \
+  if (variant == #name) return &detail::opt::name##_compressor_kernel();
+  DSV4CPU_COMPRESSOR_KERNELS(DSV4CPU_KERNEL_OF)
+#undef DSV4CPU_KERNEL_OF
+  return nullptr;
+}
+
+// The pooling step of every compressor kernel, alone, on every target of its run.
+RC_GTEST_PROP(CompressorKernelPool, EqualsSpecOrderOnEveryTarget, ()) {
   const PoolCase c = *gen_pool_case();
   RC_TAG(c.valid <= 8 ? "short window" : "long window");
   std::mt19937_64 rng(c.seed.value);
@@ -305,13 +315,14 @@ RC_GTEST_PROP(PoolWindow, EqualsSpecOrderOnEveryHighwayTarget, ()) {
   }
   testing::for_each(
       testing::runs("compress_norm_rope_store", kOptimized), [&](const testing::Run& run) {
-        if (!run.variant.highway || run.threads != 1) return;
+        const detail::opt::CompressorKernel* kernel = compressor_kernel(run.variant.name);
+        if (kernel == nullptr || run.threads != 1) return;
         std::vector<float> got(D, 0.0f);
-        detail::opt::pool_window(kv_rows.data(), score_rows.data(), rows, static_cast<size_t>(c.d0),
-                                 static_cast<size_t>(c.d1), got.data());
+        kernel->pool(kv_rows.data(), score_rows.data(), rows, static_cast<size_t>(c.d0),
+                     static_cast<size_t>(c.d1), got.data(), nullptr, nullptr, 0);
         for (int64_t d = c.d0; d < c.d1; ++d)
           if (f32_bits(got[d]) != f32_bits(want[d]) && !(std::isnan(got[d]) && std::isnan(want[d])))
-            RC_FAIL("channel " + std::to_string(d) + " on " + run.target + ": " +
+            RC_FAIL("channel " + std::to_string(d) + " on " + run.label() + ": " +
                     std::to_string(got[d]) + " vs " + std::to_string(want[d]));
       });
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fallback.hpp"
 #include "dsv4cpu/indexer.hpp"
 #include "dsv4cpu/numerics.hpp"
 #include "generators.hpp"
@@ -124,7 +125,11 @@ void q_rope_quant_property(const testing::Plan& plan) {
         const std::string label = run.label();
         std::vector<uint8_t> codes;
         std::vector<float> w_out;
+        const uint64_t handed = detail::fallback_count();
         const Outcome got = call(run.options(), codes, w_out);
+        // No hand-over to the reference (core/fallback.hpp) where the reference succeeds.
+        if (want.kind.empty() && detail::fallback_count() != handed)
+          RC_FAIL(label + ": handed the call to the reference, which succeeds on it");
         if (!(got == want))
           RC_FAIL(label + ": outcome '" + got.message + "', reference '" + want.message + "'");
         assert_same_bytes(codes, want_codes, label + " q_fp8");

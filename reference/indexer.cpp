@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/check_finite.hpp"
+#include "core/errors.hpp"
 #include "dsv4cpu/numerics.hpp"
 
 namespace dsv4cpu::detail::ref {
@@ -29,6 +31,18 @@ int rope_round_exponent(const float* x, const float* cs, float* z) {
   return scale_exponent(amax, ScaleClamp::gpu);
 }
 
+// bad-input.md §1.4 (f): NonFiniteError for the first non-finite computed weight (token-major)
+// of the [T, H] scratch weights_out.
+void check_weights_out(const FusedIndexerQRopeQuantArgs& a, const float* weights_out) {
+  const int64_t n = a.T * a.H, i = first_non_finite(weights_out, n);
+  if (i < n)
+    fail_computed("fused_indexer_q_rope_quant", i / a.H, IndexReader(a.positions)(i / a.H),
+                  "weights_out head", i % a.H, weights_out[i],
+                  ", from weights" + format_index({i / a.H, i % a.H}) + " = " +
+                      format_f32(a.weights.ptr<const float>()[i]) +
+                      " x the query scale x softmax_scale x head_scale");
+}
+
 // indexer.md §4.2: relu(x) = x if x > 0, +0 if x <= 0 (−0 included), NaN if x is NaN.
 float relu(float x) { return (x > 0.0f || std::isnan(x)) ? x : 0.0f; }
 
@@ -48,7 +62,7 @@ void fused_indexer_q_rope_quant(const FusedIndexerQRopeQuantArgs& a, const RunCo
     const int e = rope_round_exponent(q + th * D, table + positions(th / a.H) * 64, z);
     w_out[static_cast<size_t>(th)] = ((w[th] * pow2f(e)) * a.softmax_scale) * a.head_scale;
   }
-  check_weights_out(a, w_out.data(), ctx);
+  if (ctx.check_finite) check_weights_out(a, w_out.data());
   uint8_t* codes = a.q_fp8.ptr<uint8_t>();
   for (int64_t th = 0; th < heads; ++th) {
     const float* x = q + th * D;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fallback.hpp"
 #include "dsv4cpu/indexer.hpp"
 #include "testing/caches.hpp"
 #include "testing/gtest.hpp"
@@ -181,6 +182,28 @@ DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, ComputedWeightsOutFinite,
   a.o.check_finite = false;
   a.o.variant = {};
   EXPECT_NO_THROW(a.call());
+}
+
+DSV4CPU_RUN_TEST(FusedIndexerQRopeQuantBadInput, HandOverToTheReferenceIsCounted,
+                 "fused_indexer_q_rope_quant") {
+  // An optimized variant meeting a non-finite weight hands the call to the reference, which
+  // throws (core/fallback.hpp): such a call counts once; a finite call never counts.
+  testing::for_each_run("fused_indexer_q_rope_quant", [&](const testing::Run& run) {
+    QFix finite;
+    finite.o = run.options();
+    uint64_t before = detail::fallback_count();
+    finite.call();
+    EXPECT_EQ(detail::fallback_count(), before) << run.label();
+    QFix a;
+    a.q[1 * 256 + 128 + 0] = 448.0f * 1024.0f;
+    a.w[3] = 3e38f;
+    a.o = run.options();
+    before = detail::fallback_count(detail::Fallback::fused_indexer_q_rope_quant);
+    EXPECT_THROW(a.call(), NonFiniteError) << run.label();
+    EXPECT_EQ(detail::fallback_count(detail::Fallback::fused_indexer_q_rope_quant) - before,
+              run.variant.role == Role::optimized ? 1u : 0u)
+        << run.label();
+  });
 }
 
 // q_fp8 and weights_out may not overlap each other.

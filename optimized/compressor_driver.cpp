@@ -1,0 +1,100 @@
+// The driver of the optimized compress variants (compressor.md §5-§7): the emitting tokens and
+// their window rows, work items over OpenMP threads, the hand-over of a call with a non-finite
+// intermediate (core/fallback.hpp), and the paged store. Each entry comes from one pool call per
+// channel range and one finish call whatever the thread, so the output never depends on the
+// thread count; the pooled channels of a token are independent, so a split of them changes no bit.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "args/compressor.hpp"
+#include "core/check.hpp"
+#include "core/fallback.hpp"
+#include "core/parallel.hpp"
+#include "optimized/compressor_kernel.hpp"
+
+namespace dsv4cpu::detail::opt {
+
+void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx,
+                                  const CompressorKernel& kernel) {
+  const IndexReader pos(a.positions), kv_slot(a.kv_slot_mapping), gather(a.gather_slots);
+  std::vector<int64_t> emitting;
+  for (int64_t t = 0; t < a.N; ++t)
+    if (emits(pos(t), kv_slot(t), a.compress_ratio)) emitting.push_back(t);
+  const int64_t E = static_cast<int64_t>(emitting.size());
+  if (E == 0) return;
+  const EntryLayout& L = a.layout;
+  const int64_t HD = L.hd, entry_bytes = L.entry_bytes();
+
+  // Pooling work items: (emitting token, channel chunk). With fewer tokens than threads a token's
+  // channels are split into chunks of whole 64-channel blocks (channels are independent).
+  const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8);
+  const int64_t blocks = HD / 64;
+  const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
+  // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
+  // the state row, score at SW + that offset.
+  auto window_rows = [&](int64_t t, const float** kv, const float** score) {
+    size_t valid = 0;
+    for (int64_t w = 0; w < a.W; ++w) {
+      const int64_t g = gather(t, w);
+      if (g < 0) continue;
+      const float* row = a.state_cache.ptr<const float>() + (g / a.sbs) * a.state_cache.stride(0) +
+                         (g % a.sbs) * 2 * a.SW + (w >= a.compress_ratio ? HD : 0);
+      kv[valid] = row;
+      score[valid] = row + a.SW;
+      ++valid;
+    }
+    return valid;
+  };
+  std::vector<uint8_t> entries(static_cast<size_t>(E * entry_bytes));
+  std::vector<uint8_t> finite(static_cast<size_t>(E));
+  const auto finish_entry = [&](int64_t i, const float* c) {
+    uint8_t* entry = entries.data() + i * entry_bytes;
+    finite[static_cast<size_t>(i)] =
+        kernel.finish(a, pos(emitting[static_cast<size_t>(i)]), c, entry, entry + L.data_bytes);
+  };
+  // Pools channels [d0, d1) of emitting token i into c[d0, d1).
+  const auto pool_token = [&](int64_t i, size_t d0, size_t d1, float* c) {
+    const float* kv[256];
+    const float* score[256];
+    const float* next_kv[16];
+    const float* next_score[16];
+    // Short windows fetch the next token's rows while they pool (long ones row by row).
+    const size_t next = a.W <= 16 && i + 1 < E
+                            ? window_rows(emitting[static_cast<size_t>(i + 1)], next_kv, next_score)
+                            : 0;
+    const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
+    kernel.pool(kv, score, valid, d0, d1, c, next_kv, next_score, next);
+  };
+  if (chunks == 1) {  // each token pooled and finished by one thread, its vector in L1
+    parallel_for(E, threads, [&](int64_t i) {
+      alignas(64) float c[512];
+      pool_token(i, 0, static_cast<size_t>(HD), c);
+      finish_entry(i, c);
+    });
+  } else {
+    std::vector<float> pooled(static_cast<size_t>(E * HD));
+    parallel_for(E * chunks, threads, [&](int64_t item) {
+      const int64_t i = item / chunks, k = item % chunks;
+      pool_token(i, static_cast<size_t>(blocks * k / chunks * 64),
+                 static_cast<size_t>(blocks * (k + 1) / chunks * 64), pooled.data() + i * HD);
+    });
+    parallel_for(E, std::min<int>(threads, static_cast<int>(E)),
+                 [&](int64_t i) { finish_entry(i, pooled.data() + i * HD); });
+  }
+  if (ctx.check_finite && std::find(finite.begin(), finite.end(), 0) != finite.end())
+    return hand_over(Fallback::compress_norm_rope_store, ref::compress_norm_rope_store, a, ctx);
+
+  // §6.3 / §7: entry j = slot % P of page slot / P; data region, then the scale region.
+  const int64_t P = a.kv_cache_block_size;
+  for (int64_t i = 0; i < E; ++i) {
+    const int64_t slot = kv_slot(emitting[static_cast<size_t>(i)]);
+    uint8_t* page = a.kv_cache.ptr<uint8_t>() + (slot / P) * a.kv_cache.stride(0);
+    const uint8_t* entry = entries.data() + i * entry_bytes;
+    std::memcpy(page + (slot % P) * L.data_bytes, entry, static_cast<size_t>(L.data_bytes));
+    std::memcpy(page + P * L.data_bytes + (slot % P) * L.scale_bytes, entry + L.data_bytes,
+                static_cast<size_t>(L.scale_bytes));
+  }
+}
+
+}  // namespace dsv4cpu::detail::opt
