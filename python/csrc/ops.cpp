@@ -12,6 +12,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
+#include <c10/util/SmallVector.h>
 #include <torch/library.h>
 #include <torch/version.h>
 
@@ -212,12 +213,11 @@ class Call {
   }
   const std::string& op() const { return sig_.name(); }
 
-  // The keyword-only options; the returned Options refer to this Call's variant text.
+  // The keyword-only options.
   Options options() {
     Options o;
-    o.impl = parse_impl(op(), text("impl"));
-    variant_ = text_or("variant", "");
-    o.variant = variant_;
+    o.impl = parse_impl(op(), arg("impl").toStringRef());
+    if (const c10::IValue& v = arg("variant"); !v.isNone()) o.variant = v.toStringRef();
     o.check_finite = flag("check_finite");
     o.num_threads = threads_of(op(), integer_or_none("num_threads"));
     return o;
@@ -241,8 +241,7 @@ class Call {
   const Signature& sig_;
   const c10::FunctionSchema& schema_;
   c10::ArrayRef<c10::IValue> args_;
-  std::vector<MutableTensorView> views_;
-  std::string variant_;
+  c10::SmallVector<MutableTensorView, 16> views_;  // on the stack for every bound op
   std::vector<c10::IValue> results_;
 };
 

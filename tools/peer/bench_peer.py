@@ -8,10 +8,11 @@ as its "vs vLLM" section.
     python3 bench_peer.py [--repetitions N] [--threads 1,2] [--filter TEXT] -o FILE
 
 The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster), per dsv4cpu run.
-Both run in this process on torch's thread pool size (vLLM: at::parallel_for) and dsv4cpu's
-``num_threads``.
+Both run in this process on torch's thread pool size (vLLM: at::parallel_for; dsv4cpu:
+``num_threads`` None) and are called positionally, as an engine calls them.
 """
 import argparse
+import functools
 import json
 import os
 import platform
@@ -298,7 +299,16 @@ def dsv4cpu_runs(op):
     return runs
 
 
-def runners(op, args, threads):
+def positional(function, arguments):
+    """``arguments`` in the order of the op's positional arguments, defaults where absent."""
+    names = [a for a in function.default._schema.arguments if not a.kwarg_only]
+    unknown = set(arguments) - {a.name for a in names}
+    if unknown:
+        raise ValueError(f"{function}: {sorted(unknown)} are not positional arguments")
+    return [arguments[a.name] if a.name in arguments else a.default_value for a in names]
+
+
+def runners(op, args):
     """The calls on the same inputs: vLLM's kernel (through its adapter, which allocates the
     outputs vLLM returns or takes, as vLLM's callers do) and one per dsv4cpu run."""
     own = getattr(ops, op)
@@ -309,13 +319,16 @@ def runners(op, args, threads):
         vllm_kernels.call(op, vllm_args)
 
     def dsv4(variant):
-        selection = {"variant": variant} if variant else {}
+        # The default selection is called as an engine calls an op, positionally (the thread count
+        # is torch's, set for both sides); a forced variant needs the keyword `variant`.
+        if variant:
+            return lambda: own(**args, variant=variant)
         if op not in ALLOCATED_PER_CALL:
-            return lambda: own(**args, **selection, num_threads=threads)
+            return functools.partial(own.default, *positional(own, args))
 
         def call():
             fresh = {k: torch.empty_like(args[k]) for k in outputs}
-            own(**vllm_args, **fresh, **selection, num_threads=threads)
+            own.default(*positional(own, {**vllm_args, **fresh}))
         return call
     return vllm, {run: dsv4(run[0]) for run in dsv4cpu_runs(op)}
 
@@ -369,7 +382,7 @@ def main(argv=None):
         inputs = build()
         for n in threads:
             torch.set_num_threads(n)
-            vllm, own = runners(op, inputs, n)
+            vllm, own = runners(op, inputs)
             times = {"vllm": [], **{run: [] for run in own}}
             for _ in range(args.repetitions):  # interleaved: vLLM, each dsv4cpu run, vLLM, ...
                 times["vllm"].append(sample(vllm, args.seconds))
