@@ -42,15 +42,19 @@ HWY_INLINE uint16_t MaxMagnitude16(const uint16_t* HWY_RESTRICT x, size_t n) {
 // pairs rotated there. Else (inputs known finite) each row is checked: when |x|·max_i(|c_i| +
 // |s_i|) <= 2^127 for every RoPE value x of the row, every rotated value is below 2^127·(1 +
 // 2^-23) and finite; other rows are rotated into a stack buffer, kCheckPairs pairs at a time, and
-// tested. Returns the first row with a non-finite rotated value (end when `write`).
-int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t end, bool write) {
+// tested. Returns the first row with a non-finite rotated value (end when `write`). `descending`:
+// the last row first (the validation has just scanned o in ascending order: the rows it read last
+// are still in the nearest cache).
+int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t end, bool write,
+                    bool descending) {
   const IndexReader pos(a.positions);
   const bool f16 = a.o.dtype() == DType::F16;
   const auto half = static_cast<size_t>(a.rope_dim / 2);
   const int64_t n = a.D - a.rope_dim;
   HWY_ALIGN float rot[2 * kCheckPairs];
   double bound = 0.0;  // max_i(|c_i| + |s_i|) of the row's token
-  for (int64_t r = begin; r < end; ++r) {
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t r = descending ? end - 1 - (u - begin) : u;
     const float* cs = a.cos_sin_cache.ptr<const float>() + pos(r / a.H) * a.rope_dim;
     const uint16_t* x = a.o.ptr<const uint16_t>() + r * a.D;
     if (write) {
@@ -96,12 +100,12 @@ void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContex
     // Pass 1: every row checked, nothing written (reads 2·rope_dim bytes a row).
     const int threads = threads_for(ctx.num_threads, rows * a.rope_dim * 2);
     if (parallel_first(rows, threads,
-                       [&](int64_t b, int64_t e) { return run(a, b, e, false); }) < rows)
+                       [&](int64_t b, int64_t e) { return run(a, b, e, false, false); }) < rows)
       return hand_over(Fallback::inverse_gptj_rope_o_proj, ref::inverse_gptj_rope_o_proj, a, ctx);
   }
   // Pass 2: every row of out (reads 2·D bytes a row, writes 4·D).
   parallel_ranges(rows, threads_for(ctx.num_threads, rows * a.D * 6),
-                  [&](int64_t b, int64_t e) { run(a, b, e, true); });
+                  [&](int64_t b, int64_t e) { run(a, b, e, true, ctx.check_finite); });
 }
 
 }  // namespace dsv4cpu::detail::opt
