@@ -194,6 +194,8 @@ std::vector<Row> bf16_table() {
   row("want_one_got_nan", false, 0x3F80, 0x7FC0);
   row("want_inf_got_nan", false, 0x7F80, 0x7FC0);
   row("want_nan_got_inf", false, 0x7FC0, 0x7F80);
+  row("want_inf_got_adjacent_nan", false, 0x7F80, 0x7F81);  // one pattern apart, still a NaN
+  row("want_adjacent_nan_got_minus_inf", false, 0xFF81, 0xFF80);
   row("want_plus_zero_got_minus_smallest_subnormal", false, 0x0000, 0x8001);  // ord 0 and -2
   row("want_minus_smallest_subnormal_got_plus_zero", false, 0x8001, 0x0000);
   row("sign_flip", false, 0x3F80, 0xBF80);
