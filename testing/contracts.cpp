@@ -192,6 +192,32 @@ Verdict compare_fp8_codes(const std::string& name, const ArrayRef& got, const Ar
   return {true, worst == 0 ? "exact" : "worst fp8 step " + std::to_string(worst)};
 }
 
+Verdict compare_bf16(const std::string& name, const ArrayRef& got, const ArrayRef& want,
+                     const Tolerance& tol) {
+  if (std::string m = layout_mismatch(name, got, want); !m.empty()) return {false, m};
+  if (want.dtype != DType::BF16) return {false, "expected." + name + " is not BF16"};
+  int worst = 0;
+  int64_t first = -1, count = 0, inexact = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const int d = bf16_ulps(load_u16(got.data + 2 * i), load_u16(want.data + 2 * i));
+    if (d > tol.bf16_ulp) {
+      if (first < 0) first = i;
+      ++count;
+    }
+    worst = std::max(worst, d);
+    inexact += d > 0;
+  }
+  if (count > 0) {
+    const int d = bf16_ulps(load_u16(got.data + 2 * first), load_u16(want.data + 2 * first));
+    return {false, mismatch_text(name, got, want, first, count,
+                                 d == kNaNMismatch ? "(NaN against a number)"
+                                                   : std::to_string(d) + " bf16 ulps apart")};
+  }
+  if (worst == 0) return {true, "exact"};
+  return {true, "worst bf16 ulp " + std::to_string(worst) + " (" + std::to_string(inexact) +
+                    " of " + std::to_string(want.numel()) + " elements not exact)"};
+}
+
 Verdict compare_f32_rel(const std::string& name, const ArrayRef& got, const ArrayRef& want,
                         const Tolerance& tol) {
   if (std::string m = layout_mismatch(name, got, want); !m.empty()) return {false, m};

@@ -24,7 +24,10 @@ struct Verdict {
 struct Tolerance {
   bool exact = false;
   int fp8_step = 1;    // §11.2 distance allowed between codes of blocks with equal scales
-  int bf16_ulp = 1;    // §11.3 distance allowed between bf16 values (RoPE part)
+  int bf16_ulp = 1;    // §11.3 distance allowed between bf16 values (RoPE part, compare_bf16)
+  // `compare` names bf16_ulp: every BF16 array otherwise compared exactly is compared within
+  // bf16_ulp too (docs/fixture-ops.md).
+  bool bf16_arrays = false;
   int scale_step = 1;  // §11.4: UE8M0 bytes this far apart (fp32 scales this many factors of 2)
   double rtol = 1e-5;  // F32 outputs compared by tolerance (weights_out)
   double atol = 0;
@@ -56,6 +59,10 @@ std::string element_text(const ArrayRef& a, int64_t i);
 
 // §11.1: equal bytes; F32, BF16 and F16 NaNs match any NaN. dtype and shape must agree.
 Verdict compare_exact(const std::string& name, const ArrayRef& got, const ArrayRef& want);
+// BF16 values within tol.bf16_ulp ulps (§11.3): two NaNs match, a NaN never matches a number.
+// Passing, the worst distance and how many elements are not exact.
+Verdict compare_bf16(const std::string& name, const ArrayRef& got, const ArrayRef& want,
+                     const Tolerance& tol);
 // fp8 codes within tol.fp8_step steps (§11.2).
 Verdict compare_fp8_codes(const std::string& name, const ArrayRef& got, const ArrayRef& want,
                           const Tolerance& tol);

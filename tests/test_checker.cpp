@@ -173,6 +173,65 @@ std::vector<Row> fp8_table() {
 }
 INSTANTIATE_TEST_SUITE_P(Fp8Steps, Contract, ::testing::ValuesIn(fp8_table()), row_name);
 
+// ---- §11.3 bf16 ulps (compare_bf16: BF16 arrays under a fixture's `compare=bf16_ulp=N`) ----
+
+std::vector<Row> bf16_table() {
+  std::vector<Row> rows;
+  const auto row = [&](const std::string& n, bool ok, uint16_t want, uint16_t got, int ulps = 1) {
+    for (At at : {At::first, At::last})
+      rows.push_back({n + suffix(at), ok, [=] {
+                        Tolerance t;
+                        t.bf16_ulp = ulps;
+                        return compare_bf16(
+                            "q", ref(DType::BF16, array_with<uint16_t>(0x3F80, got, at)),
+                            ref(DType::BF16, array_with<uint16_t>(0x3F80, want, at)), t);
+                      }});
+  };
+  // ord16(h) = h below 0x8000, -(h & 0x7FFF) - 1 above; two NaNs match, a NaN never a number.
+  row("two_ulps_up", false, 0x3F80, 0x3F82);
+  row("two_ulps_down", false, 0x3F80, 0x3F7E);
+  row("want_nan_got_one", false, 0x7FC0, 0x3F80);
+  row("want_one_got_nan", false, 0x3F80, 0x7FC0);
+  row("want_inf_got_nan", false, 0x7F80, 0x7FC0);
+  row("want_nan_got_inf", false, 0x7FC0, 0x7F80);
+  row("want_inf_got_adjacent_nan", false, 0x7F80, 0x7F81);  // one pattern apart, still a NaN
+  row("want_adjacent_nan_got_minus_inf", false, 0xFF81, 0xFF80);
+  row("want_plus_zero_got_minus_smallest_subnormal", false, 0x0000, 0x8001);  // ord 0 and -2
+  row("want_minus_smallest_subnormal_got_plus_zero", false, 0x8001, 0x0000);
+  row("sign_flip", false, 0x3F80, 0xBF80);
+  row("want_inf_got_minus_inf", false, 0x7F80, 0xFF80);
+  row("want_inf_got_below_max", false, 0x7F80, 0x7F7E);  // 2 apart
+  row("want_minus_inf_got_max", false, 0xFF80, 0x7F7F);
+  row("one_ulp_up", true, 0x3F80, 0x3F81);
+  row("one_ulp_down", true, 0x3F80, 0x3F7F);
+  row("plus_zero_and_minus_zero", true, 0x0000, 0x8000);  // §11.3: 1 apart
+  row("minus_zero_and_plus_zero", true, 0x8000, 0x0000);
+  row("minus_zero_and_minus_smallest_subnormal", true, 0x8000, 0x8001);
+  row("max_and_inf", true, 0x7F7F, 0x7F80);  // §11.3: the largest finite is 1 below inf
+  row("inf_and_max", true, 0x7F80, 0x7F7F);
+  row("nan_of_other_sign_and_payload", true, 0x7FC0, 0xFFC1);
+  row("signalling_and_quiet_nan", true, 0x7FC0, 0x7F81);
+  row("identical", true, 0x4049, 0x4049);
+  // `compare=bf16_ulp=0`: exact, except that any two NaNs still match.
+  row("zero_ulps_plus_zero_and_minus_zero", false, 0x0000, 0x8000, 0);
+  row("zero_ulps_max_and_inf", false, 0x7F7F, 0x7F80, 0);
+  row("zero_ulps_nan_of_other_sign", true, 0x7FC0, 0xFFC1, 0);
+  row("two_ulps_allowed", true, 0x3F80, 0x3F82, 2);
+  row("two_ulps_allowed_across_zero", true, 0x0000, 0x8001, 2);
+  row("three_ulps_with_two_allowed", false, 0x3F80, 0x3F7D, 2);
+  row("nan_with_many_ulps_allowed", false, 0x7F7F, 0x7FC0, 1000000);
+  const std::vector<uint16_t> two = {0x3F80, 0x3F80};
+  rows.push_back(reject("not_bf16", [=] {
+    return compare_bf16("q", ref(DType::F16, two), ref(DType::F16, two), Tolerance{});
+  }));
+  rows.push_back(reject("shape_mismatch", [=] {
+    return compare_bf16("q", {DType::BF16, {1, 2}, reinterpret_cast<const uint8_t*>(two.data())},
+                        ref(DType::BF16, two), Tolerance{});
+  }));
+  return rows;
+}
+INSTANTIATE_TEST_SUITE_P(Bf16Ulps, Contract, ::testing::ValuesIn(bf16_table()), row_name);
+
 // ---- f32 by tolerance (weights_out): |got - want| <= atol + rtol·|want| ----
 
 Verdict f32_rel(float want, float got, At at, double rtol, double atol) {

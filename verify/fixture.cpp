@@ -49,6 +49,7 @@ Tolerance parse_compare(const std::string& text) {
       (key == "fp8_step"   ? t.fp8_step
        : key == "bf16_ulp" ? t.bf16_ulp
                            : t.scale_step) = static_cast<int>(*v);
+      t.bf16_arrays |= key == "bf16_ulp";
       continue;
     }
     if (key != "rtol" && key != "atol" && key != "bound_factor")
@@ -294,8 +295,11 @@ Verdict Case::check(const Tolerance& tol) const {
       continue;  // only the expected.* tensors present are compared
     }
     const ArrayRef got{b.dtype, b.shape, b.bytes.data()};
-    Verdict v = tol.exact || !b.cmp ? testing::compare_exact(b.name, got, ref_of(*want))
-                                    : b.cmp(b.name, got, ref_of(*want), tol);
+    Verdict v = tol.exact ? testing::compare_exact(b.name, got, ref_of(*want))
+                : b.cmp       ? b.cmp(b.name, got, ref_of(*want), tol)
+                : tol.bf16_arrays && b.dtype == DType::BF16
+                    ? testing::compare_bf16(b.name, got, ref_of(*want), tol)
+                    : testing::compare_exact(b.name, got, ref_of(*want));
     if (!v.pass) return v;
     verdicts.emplace_back(b.name, std::move(v));
   }

@@ -23,8 +23,9 @@ using testing::Tolerance;
 using testing::Verdict;
 
 // The `compare` metadata override (fixtures.md): "exact" or "key=value,..." (fp8_step, bf16_ulp,
-// scale_step, rtol, atol, bound_factor). Unset keys keep the op's default contract. Throws
-// std::invalid_argument naming the bad key or value.
+// scale_step, rtol, atol, bound_factor). Unset keys keep the op's default contract; a named
+// bf16_ulp also sets bf16_arrays (every BF16 array an op compares exactly by default is compared
+// within bf16_ulp, numerics.md §11.3). Throws std::invalid_argument naming the bad key or value.
 Tolerance parse_compare(const std::string& text);
 
 // The grammar of fixture metadata values (docs/conformance.md), the one parser of dsv4cpu-verify
@@ -76,7 +77,7 @@ class Case {
   // library then reports the missing array).
   TensorView input(const std::string& name);
   // In-place buffer: a copy of `name`, written by the op and compared with expected.<name>
-  // (exact unless `cmp` is given). Every byte is checked.
+  // (exact unless `cmp` is given; see check()). Every byte is checked.
   MutableTensorView inout(const std::string& name, Comparator cmp = {});
   // Returned array of `dtype`, shaped like expected.<name> when present, else `fallback`,
   // pre-filled with kGarbageByte. A FixtureError when its size overflows or exceeds
@@ -102,7 +103,9 @@ class Case {
   bool boolean(const std::string& name, std::optional<bool> def = std::nullopt);
 
   // ---- after the call ----
-  // Compares every expected.* tensor of the file with the op's result (tol.exact forces exact).
+  // Compares every expected.* tensor of the file with the op's result: by the buffer's
+  // comparator; a buffer without one exactly, or, when tol.bf16_arrays, a BF16 one within
+  // tol.bf16_ulp (tol.exact forces exact).
   Verdict check(const Tolerance& tol) const;
   // expected_error: every buffer the op may write still holds its content from before the call.
   Verdict check_untouched() const;

@@ -99,6 +99,48 @@ TEST(Contracts, Fp8CodesWithinOneStep) {
           .pass);
 }
 
+TEST(Contracts, Bf16WithinUlps) {
+  // numerics.md §11.3: -0/+0 one apart, the largest finite one below inf, any two NaNs match.
+  const std::vector<uint16_t> want = {0x3F80, 0x0000, 0x7FC0, 0x7F7F, 0xC040, 0x8001};
+  const std::vector<uint16_t> one = {0x3F81, 0x8000, 0xFFC1, 0x7F80, 0xC040, 0x8002};
+  const std::vector<uint16_t> two = {0x3F80, 0x0000, 0x7FC0, 0x7F7F, 0xC042, 0x0000};
+  const std::vector<uint16_t> nan = {0x3F80, 0x0000, 0x7FC0, 0x7FC0, 0x3F80, 0x8001};
+  Tolerance t;  // 1 ulp
+  Verdict v =
+      compare_bf16("q_out", ref(DType::BF16, {2, 3}, one), ref(DType::BF16, {2, 3}, want), t);
+  EXPECT_TRUE(v.pass) << v.detail;
+  EXPECT_EQ(v.detail, "worst bf16 ulp 1 (4 of 6 elements not exact)");
+  EXPECT_EQ(
+      compare_bf16("q_out", ref(DType::BF16, {2, 3}, want), ref(DType::BF16, {2, 3}, want), t)
+          .detail,
+      "exact");
+  v = compare_bf16("q_out", ref(DType::BF16, {2, 3}, two), ref(DType::BF16, {2, 3}, want), t);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.detail,
+            "q_out[1, 1]: got -3.03125 (0xC042), expected -3 (0xC040) 2 bf16 ulps apart "
+            "(2 of 6 elements differ)");
+  v = compare_bf16("q_out", ref(DType::BF16, {2, 3}, nan), ref(DType::BF16, {2, 3}, want), t);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.detail,
+            "q_out[1, 0]: got nan (0x7FC0), expected 3.3895314e+38 (0x7F7F) (NaN against a "
+            "number) (2 of 6 elements differ)");
+  t.bf16_ulp = 2;
+  EXPECT_TRUE(
+      compare_bf16("q_out", ref(DType::BF16, {2, 3}, two), ref(DType::BF16, {2, 3}, want), t)
+          .pass);
+  t.bf16_ulp = 0;  // exact, but NaNs still match
+  v = compare_bf16("q_out", ref(DType::BF16, {2, 3}, one), ref(DType::BF16, {2, 3}, want), t);
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(contains(v.detail, "q_out[0, 0]") && contains(v.detail, "(4 of 6 elements differ)"))
+      << v.detail;
+  const std::vector<float> f = {1, 2, 3, 4, 5, 6};
+  EXPECT_FALSE(
+      compare_bf16("q_out", ref(DType::F32, {6}, f), ref(DType::F32, {6}, f), t).pass);
+  EXPECT_EQ(
+      compare_bf16("q_out", ref(DType::BF16, {6}, one), ref(DType::BF16, {2, 3}, want), t).detail,
+      "expected.q_out is BF16 [2, 3], the op returns BF16 [6]");
+}
+
 TEST(Contracts, F32RelativeTolerance) {
   const std::vector<float> want = {1.0f, -2.0f, std::nanf(""), -INFINITY, 0.0f};
   const std::vector<float> ok = {1.0f + 9e-6f, -2.0f, std::nanf(""), -INFINITY, 0.0f};

@@ -322,6 +322,12 @@ TEST(VerifyCase, ParseCompareOverride) {
   EXPECT_DOUBLE_EQ(t.rtol, 1e-3);
   EXPECT_DOUBLE_EQ(t.atol, 1e-9);
   EXPECT_DOUBLE_EQ(*t.bound_factor, 4);
+  // Naming bf16_ulp (even at its default) reaches every BF16 array (Case::check).
+  EXPECT_TRUE(t.bf16_arrays);
+  EXPECT_TRUE(parse_compare("bf16_ulp=1").bf16_arrays);
+  EXPECT_FALSE(d.bf16_arrays);
+  EXPECT_FALSE(parse_compare("fp8_step=2,scale_step=0").bf16_arrays);
+  EXPECT_FALSE(parse_compare("exact").bf16_arrays);
   EXPECT_THROW(parse_compare("fp8_steps=2"), std::invalid_argument);
   EXPECT_THROW(parse_compare("fp8_step=1.5"), std::invalid_argument);
   EXPECT_THROW(parse_compare("rtol=-1"), std::invalid_argument);
@@ -333,6 +339,54 @@ TEST(VerifyCase, ParseCompareOverride) {
   EXPECT_THROW(parse_compare("fp8_step=+2"), std::invalid_argument);
   EXPECT_THROW(parse_compare("rtol=1e-3,"), std::invalid_argument);
   EXPECT_THROW(parse_compare("rtol=inf"), std::invalid_argument);
+}
+
+// docs/fixture-ops.md, `compare`: a BF16 array the op compares exactly by default is compared
+// within bf16_ulp ulps (numerics.md §11.3) when `compare` names bf16_ulp; arrays with their own
+// contract and other dtypes keep theirs.
+TEST(VerifyCase, CompareNamingBf16UlpReachesEveryBf16Array) {
+  SafetensorsFile f;
+  f.metadata = {{"format", "dsv4cpu-fixture/1"}};
+  // -0 for +0 and the largest finite for inf (1 ulp each), a NaN of another payload (matches).
+  const std::vector<uint16_t> want = {0x0000, 0x7F80, 0x7FC0, 0x3F80};
+  const std::vector<uint16_t> one = {0x8000, 0x7F7F, 0xFFC1, 0x3F80};
+  const std::vector<uint16_t> two = {0x0000, 0x7F80, 0x7FC0, 0x3F82};
+  f.tensors["expected.q"] = make_tensor<uint16_t>(DType::BF16, {2, 2}, want);
+  f.tensors["expected.own"] = make_tensor<uint16_t>(DType::BF16, {1}, {0x3F80});
+  f.tensors["expected.idx"] = make_tensor<int32_t>(DType::I32, {1}, {7});
+  const auto verdict = [&](const std::vector<uint16_t>& q, int32_t idx,
+                           const std::string& compare) {
+    Case c(f);
+    std::memcpy(c.output("q", DType::BF16, {2, 2}).data(), q.data(), 8);
+    // A buffer with its own comparator keeps it: this one accepts only the byte pattern 0x3F81.
+    const MutableTensorView own = c.output(
+        "own", DType::BF16, {1}, [](const std::string&, const ArrayRef& g, const ArrayRef&,
+                                    const Tolerance&) {
+          return Verdict{g.data[0] == 0x81 && g.data[1] == 0x3F, "own contract"};
+        });
+    own.ptr<uint16_t>()[0] = 0x3F81;
+    *c.output("idx", DType::I32, {1}).ptr<int32_t>() = idx;
+    return c.check(parse_compare(compare));
+  };
+  Verdict v = verdict(one, 7, "");  // without `compare`: exact
+  EXPECT_FALSE(v.pass);
+  EXPECT_TRUE(contains(v.detail, "q[0, 0]")) << v.detail;
+  v = verdict(one, 7, "bf16_ulp=1");
+  EXPECT_TRUE(v.pass) << v.detail;
+  EXPECT_EQ(v.detail, "q worst bf16 ulp 1 (2 of 4 elements not exact); own own contract");
+  v = verdict(one, 7, "fp8_step=1,bf16_ulp=1");
+  EXPECT_TRUE(v.pass) << v.detail;
+  EXPECT_FALSE(verdict(one, 7, "fp8_step=2").pass);  // other keys leave BF16 arrays exact
+  EXPECT_FALSE(verdict(one, 7, "exact").pass);
+  v = verdict(two, 7, "bf16_ulp=1");
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.detail,
+            "q[1, 1]: got 1.015625 (0x3F82), expected 1 (0x3F80) 2 bf16 ulps apart "
+            "(1 of 4 elements differ)");
+  EXPECT_TRUE(verdict(two, 7, "bf16_ulp=2").pass);
+  v = verdict(one, 8, "bf16_ulp=1000000");  // an I32 array stays exact
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.detail, "idx[0]: got 8, expected 7 (1 of 1 elements differ)");
 }
 
 TEST(VerifyCase, ScalarParsingAndDefaults) {
