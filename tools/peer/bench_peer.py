@@ -323,12 +323,17 @@ def runners(op, args):
         # is torch's, set for both sides); a forced variant needs the keyword `variant`.
         if variant:
             return lambda: own(**args, variant=variant)
+        values = positional(own, args)
         if op not in ALLOCATED_PER_CALL:
-            return functools.partial(own.default, *positional(own, args))
+            return functools.partial(own.default, *values)
+        names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
+        fresh = [i for i, name in enumerate(names) if name in outputs]
 
         def call():
-            fresh = {k: torch.empty_like(args[k]) for k in outputs}
-            own.default(*positional(own, {**vllm_args, **fresh}))
+            given = list(values)
+            for i in fresh:
+                given[i] = torch.empty_like(given[i])
+            own.default(*given)
         return call
     return vllm, {run: dsv4(run[0]) for run in dsv4cpu_runs(op)}
 
