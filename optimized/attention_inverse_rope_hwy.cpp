@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "args/attention.hpp"
 #include "core/check.hpp"
@@ -22,6 +23,8 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // Pairs per step of the exact check: its scratch lives on the stack.
 constexpr size_t kCheckPairs = 64;
+// Pairs whose RoPE lanes (RopeLanes, reused by the rows of a token) fit on the stack.
+constexpr size_t kLanePairs = 256;
 
 // The largest |x| of n finite bf16 or binary16 values, as the 15 bits of its magnitude: both
 // formats order finite magnitudes like their bit patterns.
@@ -53,6 +56,11 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
   const int64_t n = a.D - a.rope_dim;
   HWY_ALIGN float rot[2 * kCheckPairs];
   double bound = 0.0;  // max_i(|c_i| + |s_i|) of the row's token
+  HWY_ALIGN float stack_lanes[4 * kLanePairs];
+  std::vector<float> heap_lanes(half > kLanePairs ? 4 * half : 0);
+  float* const cd = half > kLanePairs ? heap_lanes.data() : stack_lanes;
+  float* const sd = cd + 2 * half;
+  int64_t lanes_token = -1;  // the token whose lanes cd and sd hold
   for (int64_t u = begin; u < end; ++u) {
     const int64_t r = descending ? end - 1 - (u - begin) : u;
     const float* cs = a.cos_sin_cache.ptr<const float>() + pos(r / a.H) * a.rope_dim;
@@ -60,7 +68,11 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
     if (write) {
       float* y = a.out.ptr<float>() + r * a.D;
       Widen16(x, f16, static_cast<size_t>(a.D), y);
-      RopePairs<true>(cs, cs + half, y + n, half, y + n);
+      if (r / a.H != lanes_token) {  // the token's lanes, shared by its H rows
+        lanes_token = r / a.H;
+        RopeLanes<true>(cs, cs + half, half, cd, sd);
+      }
+      RopePairsWithLanes<true>(cd, sd, y + n, half, y + n);
       continue;
     }
     if (r == begin || r % a.H == 0) {

@@ -235,6 +235,38 @@ HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT
     rope_pair(x[i], x[i + 1], c[i / 2], kInverse ? -s[i / 2] : s[i / 2], &out[i], &out[i + 1]);
 }
 
+// The lanes RopePairs<kInverse> multiplies the 2n values of n pairs by, for a row of pairs that
+// several calls of RopePairsWithLanes share (one token's table row, every head): cd duplicates
+// each cos, sd holds (∓s, ±s) per pair.
+template <bool kInverse>
+HWY_INLINE void RopeLanes(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, size_t n,
+                          float* HWY_RESTRICT cd, float* HWY_RESTRICT sd) {
+  for (size_t i = 0; i < n; ++i) {
+    const float sn = kInverse ? -s[i] : s[i];
+    cd[2 * i] = cd[2 * i + 1] = c[i];
+    sd[2 * i] = -sn;
+    sd[2 * i + 1] = sn;
+  }
+}
+
+// RopePairs<kInverse> with the lanes of RopeLanes (the same operations, so the same bits).
+template <bool kInverse>
+HWY_INLINE void RopePairsWithLanes(const float* HWY_RESTRICT cd, const float* HWY_RESTRICT sd,
+                                   const float* x, size_t n, float* out) {
+  size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const DF d;
+  const size_t N = hn::Lanes(d);
+  for (; i + N <= 2 * n; i += N) {
+    const VF v = hn::LoadU(d, x + i);
+    hn::StoreU(Fma(v, hn::LoadU(d, cd + i), hn::Mul(hn::Shuffle2301(v), hn::LoadU(d, sd + i))), d,
+               out + i);
+  }
+#endif
+  for (; i < 2 * n; i += 2)
+    rope_pair(x[i], x[i + 1], cd[i], sd[i + 1], &out[i], &out[i + 1]);
+}
+
 }  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
