@@ -1,7 +1,9 @@
 // The tile instructions of the AMX attention products (optimized/attention_amx.hpp holds the
-// rest). Built with -mamx-tile -mamx-bf16 and AVX-512 flags; nothing here runs unless core/cpu.hpp
+// rest) and the VBMI decode of the bf16 layouts (optimized/attention_decode_vbmi.hpp). Built with
+// -mamx-tile -mamx-bf16, -mavx512vbmi and AVX-512 flags; nothing here runs unless core/cpu.hpp
 // finds Isa::amx (the CPU, and the OS granting the tile data state).
 #include "optimized/attention_amx.hpp"
+#include "optimized/attention_decode_vbmi.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {
@@ -18,8 +20,8 @@ void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
 }
 
 // Constant-initialised: no code of this file runs at load time.
-constexpr AttentionKernel kAmxKernel = {&scores_tiles, &values_tiles, &amx_thread_begin,
-                                        &amx_thread_end};
+constexpr AttentionKernel kAmxKernel = {&scores_tiles, &values_tiles, &decode_block_bf16_vbmi,
+                                        &amx_thread_begin, &amx_thread_end};
 
 }  // namespace
 

@@ -79,7 +79,7 @@ void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* 
 }
 
 // Constant-initialised: no code of this file runs at load time.
-constexpr AttentionKernel kAvx512Bf16Kernel = {&scores, &values, nullptr, nullptr};
+constexpr AttentionKernel kAvx512Bf16Kernel = {&scores, &values, nullptr, nullptr, nullptr};
 
 }  // namespace
 

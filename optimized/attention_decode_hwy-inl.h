@@ -86,19 +86,6 @@ bool RowBf16Exact(const uint8_t* data, const uint8_t* bytes, bool vllm) {
   return !HasSubnormalBf16(rope, kMlaRope);
 }
 
-// Zero bf16 rows after the n rows (and the pad row of an odd n) up to a multiple of kRowAlign, and
-// zero row pairs up to a multiple of 16 pairs.
-void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
-  const int64_t rows_end = (n + kRowAlign - 1) / kRowAlign * kRowAlign;
-  const int64_t done = (n + 1) / 2 * 2;  // rows written, the pad row of an odd n included
-  if (rows_end > done)
-    std::memset(krows + done * kMlaDim, 0, static_cast<size_t>((rows_end - done) * kMlaDim) * 2);
-  const int64_t pairs = (n + 1) / 2, pairs_end = (pairs + 15) / 16 * 16;
-  for (int64_t d0 = 0; d0 < kMlaDim; d0 += 64)
-    std::memset(vpairs + d0 / 64 * kVpBlock + pairs * 64, 0,
-                static_cast<size_t>((pairs_end - pairs) * 64) * sizeof(uint32_t));
-}
-
 // Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`), bf16
 // rows (`krows`, zero rows up to a multiple of kRowAlign) and row pairs (`vpairs`, zero pairs up
 // to a multiple of 16 pairs). Returns false when a value is NaN or infinite.
@@ -141,7 +128,8 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
 }
 
 // DecodeBlock for blocks of bf16-exact rows (RowBf16Exact) when only the bf16 layouts are
-// wanted: the same krows and vpairs and the same result, computed on the codes in 16-bit lanes.
+// wanted: the same krows and vpairs and the same result, computed on the codes in 16-bit lanes
+// (an AttentionKernel may bring its own: decode_bf16).
 // With every scale byte in [10, 246], a NoPE value is a normal bf16 whose bits are those of the
 // code's e4m3 value (bf16_of_code: E ≥ 1 rebiased by +120, E = 0 normalised; vllm: the rebiased
 // form for every code) with the tile's exponent s − 127 added; a vllm tile with byte 0 is +0.

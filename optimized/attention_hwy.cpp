@@ -315,7 +315,9 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
 #if HWY_TARGET != HWY_SCALAR
     const bool finite = any_f32 ? DecodeBlock(data + j0, scales + j0, n, a.nope_decode, rows,
                                               any_bf16 ? krows : nullptr, vpairs)
-                                : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vpairs);
+                    : kernel->decode_bf16
+                        ? kernel->decode_bf16(data + j0, scales + j0, n, vllm, krows, vpairs)
+                        : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vpairs);
 #else
     const bool finite = DecodeBlock(data + j0, scales + j0, n, a.nope_decode,
                                     any_f32 ? rows : nullptr, any_bf16 ? krows : nullptr, vpairs);

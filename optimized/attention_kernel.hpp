@@ -8,8 +8,10 @@
 // thread runs it, so results do not depend on the thread count (numerics.md §11.9).
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #include "args/attention.hpp"
+#include "args/fp8_ds_mla.hpp"
 
 namespace dsv4cpu::detail::opt {
 
@@ -18,6 +20,23 @@ inline constexpr int64_t kDimPairs = 256;  // the 512 dims as bf16 pairs
 // Rows of a block in the bf16 layouts are padded with zero rows to a multiple of this.
 inline constexpr int64_t kRowAlign = 16;
 inline constexpr int64_t kVpBlock = kAttentionBlock / 2 * 64;  // words per 64 dims of Vp
+
+namespace {  // internal linkage: compiled into units of different ISA flags
+
+// Zero bf16 rows after the n rows (and the pad row of an odd n) up to a multiple of kRowAlign, and
+// zero row pairs up to a multiple of 16 pairs.
+inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
+  const int64_t rows_end = (n + kRowAlign - 1) / kRowAlign * kRowAlign;
+  const int64_t done = (n + 1) / 2 * 2;  // rows written, the pad row of an odd n included
+  if (rows_end > done)
+    std::memset(krows + done * kMlaDim, 0, static_cast<size_t>((rows_end - done) * kMlaDim) * 2);
+  const int64_t pairs = (n + 1) / 2, pairs_end = (pairs + 15) / 16 * 16;
+  for (int64_t d0 = 0; d0 < kMlaDim; d0 += 64)
+    std::memset(vpairs + d0 / 64 * kVpBlock + pairs * 64, 0,
+                static_cast<size_t>((pairs_end - pairs) * 64) * sizeof(uint32_t));
+}
+
+}  // namespace
 
 // The bf16 matrix products of one block for one group of kHeadBlock heads. Layouts (bf16 values
 // as their 16-bit patterns, a pair as one 32-bit word with the first value in the low half):
@@ -37,6 +56,10 @@ struct AttentionKernel {
   // acc[h·512 + d] = RN(acc[h·512 + d]·alpha[h]), then += Σ_{j < 2·pairs} P[h][j]·V[j][d].
   void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
                  float* acc);
+  // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result)
+  // in the kernel's ISA; null: the Highway one.
+  bool (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
+                      bool vllm, uint16_t* krows, uint32_t* vpairs);
   // Per-thread set-up and tear-down around a run of calls (AMX tile configuration); may be null.
   void (*thread_begin)();
   void (*thread_end)();

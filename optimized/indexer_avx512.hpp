@@ -61,27 +61,7 @@ inline void convert_keys_avx512(const uint8_t* const* codes, int64_t n, int64_t 
 // VBMI: the AMX unit, built with -mavx512vbmi, uses these (and tests/test_avx512_pieces.cpp, whose
 // target pragma does not define __AVX512VBMI__, asks for them by DSV4CPU_VBMI_PIECES).
 #if defined(__AVX512VBMI__) || defined(DSV4CPU_VBMI_PIECES)
-template <class Seq>
-struct ByteTables;
-template <size_t... I>
-struct ByteTables<std::index_sequence<I...>> {
-  alignas(64) static constexpr uint8_t lo[] = {
-      static_cast<uint8_t>(bf16_of_code(static_cast<uint8_t>(I)) & 0xFFu)...};
-  alignas(64) static constexpr uint8_t hi[] = {
-      static_cast<uint8_t>(bf16_of_code(static_cast<uint8_t>(I)) >> 8)...};
-};
-using CodeBytes = ByteTables<std::make_index_sequence<128>>;
-// Word i of the 32 words of codes 32h .. 32h + 31 (bytes 2i, 2i + 1) as indices into the pair of
-// registers (lo, hi): lo[32h + i], then hi[32h + i] (64 + ...).
-template <class Seq>
-struct InterleaveTables;
-template <size_t... B>
-struct InterleaveTables<std::index_sequence<B...>> {
-  alignas(64) static constexpr uint8_t half[2][64] = {
-      {static_cast<uint8_t>(B % 2 ? 64 + B / 2 : B / 2)...},
-      {static_cast<uint8_t>(B % 2 ? 96 + B / 2 : 32 + B / 2)...}};
-};
-using Interleave = InterleaveTables<std::make_index_sequence<64>>;
+using CodeBytes = ByteTables<&bf16_of_code>;
 
 inline void convert_keys_vbmi(const uint8_t* const* codes, int64_t n, int64_t rows, uint16_t* out,
                               bool* nan) {

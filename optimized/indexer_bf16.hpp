@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 
+#include "optimized/code_bf16.hpp"
 #include "optimized/indexer_logits.hpp"
 
 namespace dsv4cpu::detail::opt {
@@ -19,20 +20,6 @@ inline constexpr int64_t kDim = kIndexerHeadDim;  // 128 = 64 bf16 pairs
 inline constexpr int64_t kPairs = kDim / 2;
 // Heads per epilogue chunk: four groups of 16 (four AMX C tiles, or four zmm accumulators).
 inline constexpr int64_t kHeadChunk = 64;
-
-// numerics.md §3.1 as bf16 bits: every finite e4m3 value is a normal bf16. E ≥ 1: the exponent
-// rebiased by +120 and the mantissa widened; E = 0 (m·2⁻⁹) normalised: m ≥ 4 is 2⁻⁷·(m/4),
-// m ≥ 2 is 2⁻⁸·(m/2), m = 1 is 2⁻⁹. The NaN codes give ±480 here; callers flag NaN keys
-// separately (key_has_nan).
-constexpr uint16_t bf16_of_code(uint8_t c) {
-  const uint32_t mag = c & 0x7Fu, sign = (c & 0x80u) << 8;
-  const uint32_t sub = mag >= 4   ? (120u << 7) | ((mag - 4) << 5)
-                       : mag >= 2 ? (119u << 7) | ((mag - 2) << 6)
-                       : mag == 1 ? (118u << 7)
-                                  : 0u;
-  const uint32_t bits = mag >= 8 ? (mag << 4) + (120u << 7) : sub;
-  return static_cast<uint16_t>(bits | sign);
-}
 
 // True iff one of the 128 codes is a NaN code (0x7F, 0xFF): (c & 0x7F) + 1 reaches 0x80 only
 // for them.

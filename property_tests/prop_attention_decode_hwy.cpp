@@ -2,7 +2,8 @@
 // here for every Highway target: for blocks of bf16-exact rows (every scale byte in [10, 246], or 0
 // with nope_decode = vllm; no bf16 subnormal among the RoPE values), DecodeBlockBf16 gives the bf16
 // rows and row pairs of DecodeBlock bit for bit, and the same finiteness (NaN codes, non-finite
-// RoPE values). The op-level properties compare attention outputs within a bound, where one wrong
+// RoPE values). So does the VBMI decode of the AMX kernel (optimized/attention_decode_vbmi.hpp,
+// compiled here under a target pragma), where the CPU has VBMI. The op-level properties compare attention outputs within a bound, where one wrong
 // bf16 operand may hide; this compares the operands themselves.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "prop_attention_decode_hwy.cpp"
@@ -46,6 +47,21 @@ HWY_AFTER_NAMESPACE();
 
 #include "generators.hpp"
 #include "testing/caches.hpp"
+
+// Everything up to pop_options is built for AVX-512 VBMI and has internal linkage.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi")
+#define DSV4CPU_VBMI_PIECES 1
+#include "optimized/attention_decode_vbmi.hpp"
+namespace vbmi {
+namespace {
+bool decode(const uint8_t* const* data, const uint8_t* const* scales, int64_t n, bool vllm,
+            uint16_t* krows, uint32_t* vpairs) {
+  return dsv4cpu::detail::opt::decode_block_bf16_vbmi(data, scales, n, vllm, krows, vpairs);
+}
+}  // namespace
+}  // namespace vbmi
+#pragma GCC pop_options
 
 namespace dsv4cpu::detail::opt {
 HWY_EXPORT(DecodeBoth);
@@ -106,39 +122,64 @@ Block make_block(std::mt19937_64& rng, int64_t n, bool vllm, bool specials) {
   return b;
 }
 
-// "" when both decoders agree on every target, else what differs first.
+// "" when the bf16 layouts and finiteness `got` are those of DecodeBlock (`want`), else what
+// differs first.
+std::string compare_layouts(const std::string& at, bool finite, bool finite_got,
+                            const uint16_t* krows, const uint16_t* krows_got, const uint32_t* vpairs,
+                            const uint32_t* vpairs_got) {
+  const size_t krows_size = static_cast<size_t>(kAttentionBlock * kMlaDim);
+  const size_t vpairs_size = static_cast<size_t>(8 * kVpBlock);
+  if (finite_got != finite)
+    return at + ": finite " + std::to_string(finite_got) + ", want " + std::to_string(finite);
+  if (!finite) return "";  // the token's rows are NaN; the operands are not used
+  for (size_t i = 0; i < krows_size; ++i)
+    if (krows_got[i] != krows[i])
+      return at + ": bf16 row " + std::to_string(i / kMlaDim) + " dim " +
+             std::to_string(i % kMlaDim) + ": " + std::to_string(krows_got[i]) + ", want " +
+             std::to_string(krows[i]);
+  for (size_t i = 0; i < vpairs_size; ++i)
+    if (vpairs_got[i] != vpairs[i])
+      return at + ": row pair word " + std::to_string(i) + ": " + std::to_string(vpairs_got[i]) +
+             ", want " + std::to_string(vpairs[i]);
+  return "";
+}
+
+// "" when DecodeBlockBf16 agrees with DecodeBlock on every target, and the VBMI decode with the
+// DecodeBlock of the first target (where the CPU has VBMI), else what differs first.
 std::string compare_decoders(const Block& b, int64_t n, bool vllm, const std::string& what) {
   const size_t krows_size = static_cast<size_t>(kAttentionBlock * kMlaDim);
   const size_t vpairs_size = static_cast<size_t>(8 * kVpBlock);
+  // Aligned as the driver's buffers (DecodeBlock stores whole aligned vectors).
+  auto krows = hwy::AllocateAligned<uint16_t>(krows_size);
+  auto krows_bf16 = hwy::AllocateAligned<uint16_t>(krows_size);
+  auto vpairs = hwy::AllocateAligned<uint32_t>(vpairs_size);
+  auto vpairs_bf16 = hwy::AllocateAligned<uint32_t>(vpairs_size);
+  bool finite = false, finite_bf16 = false, vbmi_done = false;
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    // Aligned as the driver's buffers (DecodeBlock stores whole aligned vectors).
-    auto krows = hwy::AllocateAligned<uint16_t>(krows_size);
-    auto krows_bf16 = hwy::AllocateAligned<uint16_t>(krows_size);
-    auto vpairs = hwy::AllocateAligned<uint32_t>(vpairs_size);
-    auto vpairs_bf16 = hwy::AllocateAligned<uint32_t>(vpairs_size);
     std::fill(krows.get(), krows.get() + krows_size, uint16_t{0xBEEF});
     std::fill(krows_bf16.get(), krows_bf16.get() + krows_size, uint16_t{0xBEEF});
     std::fill(vpairs.get(), vpairs.get() + vpairs_size, 0xDEADBEEFu);
     std::fill(vpairs_bf16.get(), vpairs_bf16.get() + vpairs_size, 0xDEADBEEFu);
-    bool finite = false, finite_bf16 = false;
+    hwy::SetSupportedTargetsForTest(target);
     const bool ran = HWY_DYNAMIC_DISPATCH(detail::opt::DecodeBoth)(
         b.data_rows.data(), b.scale_rows.data(), n, vllm, krows.get(), vpairs.get(), &finite,
         krows_bf16.get(), vpairs_bf16.get(), &finite_bf16);
     hwy::SetSupportedTargetsForTest(0);
     if (!ran) continue;
-    const std::string at = what + " on " + hwy::TargetName(target);
-    if (finite_bf16 != finite) return at + ": finite " + std::to_string(finite_bf16) + ", want " + std::to_string(finite);
-    if (!finite) continue;  // the token's rows are NaN; the operands are not used
-    for (size_t i = 0; i < krows_size; ++i)
-      if (krows_bf16[i] != krows[i])
-        return at + ": bf16 row " + std::to_string(i / kMlaDim) + " dim " +
-                std::to_string(i % kMlaDim) + ": " + std::to_string(krows_bf16[i]) + ", want " +
-                std::to_string(krows[i]);
-    for (size_t i = 0; i < vpairs_size; ++i)
-      if (vpairs_bf16[i] != vpairs[i])
-        return at + ": row pair word " + std::to_string(i) + ": " + std::to_string(vpairs_bf16[i]) +
-                ", want " + std::to_string(vpairs[i]);
+    const std::string diff =
+        compare_layouts(what + " on " + hwy::TargetName(target), finite, finite_bf16, krows.get(),
+                        krows_bf16.get(), vpairs.get(), vpairs_bf16.get());
+    if (!diff.empty()) return diff;
+    if (vbmi_done || !__builtin_cpu_supports("avx512vbmi")) continue;
+    vbmi_done = true;
+    std::fill(krows_bf16.get(), krows_bf16.get() + krows_size, uint16_t{0xBEEF});
+    std::fill(vpairs_bf16.get(), vpairs_bf16.get() + vpairs_size, 0xDEADBEEFu);
+    const bool finite_vbmi = vbmi::decode(b.data_rows.data(), b.scale_rows.data(), n, vllm,
+                                          krows_bf16.get(), vpairs_bf16.get());
+    const std::string vbmi_diff =
+        compare_layouts(what + " by VBMI", finite, finite_vbmi, krows.get(), krows_bf16.get(),
+                        vpairs.get(), vpairs_bf16.get());
+    if (!vbmi_diff.empty()) return vbmi_diff;
   }
   return "";
 }

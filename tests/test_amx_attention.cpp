@@ -37,7 +37,7 @@ void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
                   float* acc) {
   opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc);
 }
-const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, nullptr};
+const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, nullptr, nullptr};
 
 // Runs the driver with the emulated kernel on the case's views (validated by a reference call
 // of the public op first).
