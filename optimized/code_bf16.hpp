@@ -12,8 +12,8 @@ namespace {
 
 // numerics.md §3.1 as bf16 bits: every finite e4m3 value is a normal bf16. E ≥ 1: the exponent
 // rebiased by +120 and the mantissa widened; E = 0 (m·2⁻⁹) normalised: m ≥ 4 is 2⁻⁷·(m/4),
-// m ≥ 2 is 2⁻⁸·(m/2), m = 1 is 2⁻⁹. The NaN codes give ±480 here; callers flag NaN keys
-// separately (key_has_nan).
+// m ≥ 2 is 2⁻⁸·(m/2), m = 1 is 2⁻⁹. The NaN codes give ±480 here; callers flag NaN codes
+// separately (the logits: key_has_nan).
 constexpr uint16_t bf16_of_code(uint8_t c) {
   const uint32_t mag = c & 0x7Fu, sign = (c & 0x80u) << 8;
   const uint32_t sub = mag >= 4   ? (120u << 7) | ((mag - 4) << 5)
@@ -31,7 +31,8 @@ template <uint16_t (*F)(uint8_t), size_t... I>
 struct ByteTables<F, std::index_sequence<I...>> {
   alignas(64) static constexpr uint8_t lo[] = {
       static_cast<uint8_t>(F(static_cast<uint8_t>(I)) & 0xFFu)...};
-  alignas(64) static constexpr uint8_t hi[] = {static_cast<uint8_t>(F(static_cast<uint8_t>(I)) >> 8)...};
+  alignas(64) static constexpr uint8_t hi[] = {
+      static_cast<uint8_t>(F(static_cast<uint8_t>(I)) >> 8)...};
 };
 
 // Word i of the 32 words of codes 32h .. 32h + 31 (bytes 2i, 2i + 1) as indices into the pair of
