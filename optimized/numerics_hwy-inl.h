@@ -208,6 +208,20 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
   return hn::GetLane(hn::MaxOfLanes(du, m)) < 0x7F800000u;
 }
 
+// The lanes RopePairs<kInverse> multiplies the 2n values of n pairs by (built once per vector
+// there; once per token's table row for RopePairsWithLanes): cd duplicates each cos, sd holds
+// (∓s, ±s) per pair.
+template <bool kInverse>
+HWY_INLINE void RopeLanes(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, size_t n,
+                          float* HWY_RESTRICT cd, float* HWY_RESTRICT sd) {
+  for (size_t i = 0; i < n; ++i) {
+    const float sn = kInverse ? -s[i] : s[i];
+    cd[2 * i] = cd[2 * i + 1] = c[i];
+    sd[2 * i] = -sn;
+    sd[2 * i + 1] = sn;
+  }
+}
+
 // numerics.md §8.5 on n interleaved (even, odd) pairs: x[2i], x[2i+1] rotated by (c[i], s[i]);
 // kInverse: by (c[i], −s[i]), the rotation back of attention.md §4.2. `out` may alias `x`; the
 // pairs after the last whole vector are rotated one by one.
@@ -220,12 +234,7 @@ HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT
   const size_t N = hn::Lanes(d);
   HWY_ALIGN float cd[kMaxLanesF], sd[kMaxLanesF];
   for (; i + N <= 2 * n; i += N) {
-    for (size_t j = 0; j < N; j += 2) {  // duplicated cos; −sin for even lanes, +sin for odd
-      const float sn = kInverse ? -s[(i + j) / 2] : s[(i + j) / 2];
-      cd[j] = cd[j + 1] = c[(i + j) / 2];
-      sd[j] = -sn;
-      sd[j + 1] = sn;
-    }
+    RopeLanes<kInverse>(c + i / 2, s + i / 2, N / 2, cd, sd);
     const VF v = hn::LoadU(d, x + i);
     // even lane: fma(e, c, RN(o·(−s))); odd lane: fma(o, c, RN(e·s)).
     hn::StoreU(Fma(v, hn::Load(d, cd), hn::Mul(hn::Shuffle2301(v), hn::Load(d, sd))), d, out + i);
@@ -233,20 +242,6 @@ HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT
 #endif
   for (; i < 2 * n; i += 2)
     rope_pair(x[i], x[i + 1], c[i / 2], kInverse ? -s[i / 2] : s[i / 2], &out[i], &out[i + 1]);
-}
-
-// The lanes RopePairs<kInverse> multiplies the 2n values of n pairs by, for a row of pairs that
-// several calls of RopePairsWithLanes share (one token's table row, every head): cd duplicates
-// each cos, sd holds (∓s, ±s) per pair.
-template <bool kInverse>
-HWY_INLINE void RopeLanes(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, size_t n,
-                          float* HWY_RESTRICT cd, float* HWY_RESTRICT sd) {
-  for (size_t i = 0; i < n; ++i) {
-    const float sn = kInverse ? -s[i] : s[i];
-    cd[2 * i] = cd[2 * i + 1] = c[i];
-    sd[2 * i] = -sn;
-    sd[2 * i + 1] = sn;
-  }
 }
 
 // RopePairs<kInverse> with the lanes of RopeLanes (the same operations, so the same bits).
