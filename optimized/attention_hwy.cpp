@@ -332,6 +332,8 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       if (rows_exact && q_exact[g]) {
         kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign, qp + o * kDimPairs, S);
         Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, ppairs);
+        // acc is +0 before the first block, RN(+0·α) = +0: α = 1 lets the kernel skip it.
+        if (b == 0) std::fill(alpha + o, alpha + o + kHeadBlock, 1.0f);
         kernel->values(ppairs, vpairs, pairs, alpha + o, acc + o * kMlaDim);
         continue;
       }

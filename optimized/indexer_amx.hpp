@@ -26,11 +26,13 @@ void amx_dots_chunk(Tiles& t, const uint16_t* keys, const uint16_t* q, int64_t H
                     int groups, float* dots) {
   for (int c = 0; c < groups; ++c) t.zero(c);
   for (int64_t s = 0; s < kKSteps; ++s) {
-    t.load_a(keys + 32 * s, kDim * 2);
+    // A and B tiles alternate: a load does not wait for the product reading the tile before.
+    const int i = static_cast<int>(s & 1);
+    t.load_a(i, keys + 32 * s, kDim * 2);
     for (int c = 0; c < groups; ++c) {
       // Rows 16s .. 16s + 15 of the packed query, heads h0 + 16c .. h0 + 16c + 15.
-      t.load_b(q + 2 * (16 * s * Hp + h0 + 16 * c), Hp * 4);
-      t.dot(c);
+      t.load_b(c & 1, q + 2 * (16 * s * Hp + h0 + 16 * c), Hp * 4);
+      t.dot(c, i, c & 1);
     }
   }
   for (int c = 0; c < groups; ++c) t.store(c, dots + 16 * c, kHeadChunk * 4);

@@ -46,9 +46,13 @@ TEST(AmxModel, Tdpbf16psHandExample) {
   b[3] = bf16(1.0f);
   EmulatedTiles t;
   t.zero(0);
-  t.load_a(a.data(), 64);
-  t.load_b(b.data(), 64);
-  t.dot(0);
+  std::vector<uint16_t> zeros(16 * 32, 0);
+  t.load_a(0, zeros.data(), 64);  // the other A and B tiles: a product of them would add zero
+  t.load_b(0, zeros.data(), 64);
+  t.load_a(1, a.data(), 64);
+  t.load_b(1, b.data(), 64);
+  t.dot(0, 1, 1);
+  t.dot(0, 0, 1);
   std::vector<float> c(16 * 16);
   t.store(0, c.data(), 64);
   EXPECT_EQ(c[0], 1.5f * 4.0f - 2.0f * 3.0f + 0.25f * 16.0f);  // 4
@@ -83,15 +87,17 @@ TEST(AmxPieces, TileConfiguration) {
     EXPECT_EQ(cfg.colsb[t], 64);
   }
   // A: 16 keys × 32 bf16 dims; B: 16 dim pairs × 16 heads × 2 bf16.
-  EXPECT_EQ(cfg.rows[opt::kTileA], 16);
-  EXPECT_EQ(cfg.colsb[opt::kTileA], 64);
-  EXPECT_EQ(cfg.rows[opt::kTileB], 16);
-  EXPECT_EQ(cfg.colsb[opt::kTileB], 64);
+  for (int i = 0; i < 2; ++i) {  // two A tiles and two B tiles
+    EXPECT_EQ(cfg.rows[opt::kTileA + i], 16);
+    EXPECT_EQ(cfg.colsb[opt::kTileA + i], 64);
+    EXPECT_EQ(cfg.rows[opt::kTileB + i], 16);
+    EXPECT_EQ(cfg.colsb[opt::kTileB + i], 64);
+  }
   // TDPBF16PS shape rules: A.colsb / 4 = B.rows, C.rows = A.rows, C.colsb = B.colsb.
   EXPECT_EQ(cfg.colsb[opt::kTileA] / 4, cfg.rows[opt::kTileB]);
   EXPECT_EQ(cfg.rows[0], cfg.rows[opt::kTileA]);
   EXPECT_EQ(cfg.colsb[0], cfg.colsb[opt::kTileB]);
-  for (int t = opt::kTileB + 1; t < 16; ++t) EXPECT_EQ(cfg.rows[t] | cfg.colsb[t], 0);
+  for (int t = opt::kTiles; t < 16; ++t) EXPECT_EQ(cfg.rows[t] | cfg.colsb[t], 0);
   // Four k-steps of 32 dims cover the 128 dims.
   EXPECT_EQ(opt::kKSteps * cfg.colsb[opt::kTileA] / 2, 128);
 }

@@ -23,7 +23,7 @@ inline float ftz(float x) {
 // of two bf16 exact in fp32 and each sum rounded to nearest even, then flushed.
 struct EmulatedTiles {
   detail::opt::TileConfig cfg = detail::opt::amx_tile_config();
-  std::vector<std::vector<uint8_t>> tile = std::vector<std::vector<uint8_t>>(8);
+  std::vector<std::vector<uint8_t>> tile = std::vector<std::vector<uint8_t>>(detail::opt::kTiles);
   int dots = 0;
 
   void load(int t, const void* base, int64_t stride) {
@@ -43,11 +43,15 @@ struct EmulatedTiles {
 
   void zero(int c) { tile[c].assign(static_cast<size_t>(cfg.rows[c] * cfg.colsb[c]), 0); }
   void load_c(int c, const float* base, int64_t stride) { load(c, base, stride); }
-  void load_a(const void* base, int64_t stride) { load(detail::opt::kTileA, base, stride); }
-  void load_b(const void* base, int64_t stride) { load(detail::opt::kTileB, base, stride); }
-  void dot(int c) {
+  void load_a(int i, const void* base, int64_t stride) {
+    load(detail::opt::kTileA + i, base, stride);
+  }
+  void load_b(int j, const void* base, int64_t stride) {
+    load(detail::opt::kTileB + j, base, stride);
+  }
+  void dot(int c, int i, int j) {
     ++dots;
-    const int A = detail::opt::kTileA, B = detail::opt::kTileB;
+    const int A = detail::opt::kTileA + i, B = detail::opt::kTileB + j;
     for (int m = 0; m < cfg.rows[c]; ++m)
       for (int k = 0; k < cfg.colsb[A] / 4; ++k)
         for (int n = 0; n < cfg.colsb[c] / 4; ++n) {
