@@ -90,6 +90,8 @@ void register_benchmarks();
 void register_layer_step();
 // Registers the rooflines stream_read, stream_copy and stream_write (bench_stream.cpp).
 void register_rooflines();
+// Registers amx_roof (bench_roof_amx.cpp) where the amx variants run.
+void register_amx_roofline();
 
 // ---- data ----
 

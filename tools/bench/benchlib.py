@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 REFERENCE = "ref"
 ROOFLINE_PREFIX = "stream_"
 TRAFFIC_KINDS = ("read", "copy", "write")
+# Compute roofs measured by the suite (bench/bench_roof_amx.cpp): FLOP/s, not an op.
+COMPUTE_ROOFS = ("amx_roof",)
 
 # A benchmark is bound by its roof when its baseline reaches at least this share of it (the
 # baseline's, so that a drop below the bar is still judged). The memory-bound ops of this suite run
@@ -77,6 +79,10 @@ class Bench:
     @property
     def is_roofline(self):
         return self.op.startswith(ROOFLINE_PREFIX) and self.op[len(ROOFLINE_PREFIX):] in TRAFFIC_KINDS
+
+    @property
+    def is_compute_roof(self):
+        return self.op in COMPUTE_ROOFS
 
     @property
     def key(self):
@@ -214,7 +220,7 @@ class Results:
     def ops(self):
         out = []
         for b in self.benches.values():
-            if not b.is_roofline and b.op not in out:
+            if not b.is_roofline and not b.is_compute_roof and b.op not in out:
                 out.append(b.op)
         return out
 
@@ -330,10 +336,10 @@ def compare(base, new, threshold=0.10, alpha=0.05):
     the baseline only beside a share) and, only between runs on the same
     machine, the raw time. Returns [(new bench, base bench, [Figure])]."""
     raw = same_machine(base, new)
-    by_key = {b.key: b for b in base.benches.values() if not b.is_roofline}
+    by_key = {b.key: b for b in base.benches.values() if not b.is_roofline and not b.is_compute_roof}
     out = []
     for n in new.benches.values():
-        if n.is_roofline or n.key not in by_key:
+        if n.is_roofline or n.is_compute_roof or n.key not in by_key:
             continue
         b = by_key[n.key]
         figures = []

