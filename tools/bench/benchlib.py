@@ -85,6 +85,11 @@ class Bench:
         return self.op in COMPUTE_ROOFS
 
     @property
+    def is_op(self):
+        """A benchmark of an op, not a roof (stream traffic or compute)."""
+        return not self.is_roofline and not self.is_compute_roof
+
+    @property
     def key(self):
         """(op, variant, shape, threads, checked): a benchmark's identity across files."""
         return (self.op, self.variant, self.shape, self.threads, self.checked)
@@ -220,7 +225,7 @@ class Results:
     def ops(self):
         out = []
         for b in self.benches.values():
-            if not b.is_roofline and not b.is_compute_roof and b.op not in out:
+            if b.is_op and b.op not in out:
                 out.append(b.op)
         return out
 
@@ -336,10 +341,10 @@ def compare(base, new, threshold=0.10, alpha=0.05):
     the baseline only beside a share) and, only between runs on the same
     machine, the raw time. Returns [(new bench, base bench, [Figure])]."""
     raw = same_machine(base, new)
-    by_key = {b.key: b for b in base.benches.values() if not b.is_roofline and not b.is_compute_roof}
+    by_key = {b.key: b for b in base.benches.values() if b.is_op}
     out = []
     for n in new.benches.values():
-        if n.is_roofline or n.is_compute_roof or n.key not in by_key:
+        if not n.is_op or n.key not in by_key:
             continue
         b = by_key[n.key]
         figures = []
