@@ -100,10 +100,12 @@ bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   auto m = hn::Zero(du);
   int64_t i = 0;
-  for (; i + N <= n; i += N) {
+  // a first, then b with c: a and b are often the halves of one row (kv and score of kv_score),
+  // so the pass reads memory in address order, which the prefetchers follow across pages.
+  for (; i + N <= n; i += N) m = hn::Max(m, AbsBits(hn::LoadU(df, a + i)));
+  for (i = 0; i + N <= n; i += N) {
     const auto bv = hn::LoadU(df, b + i);
-    m = hn::Max(m, hn::Max(AbsBits(hn::LoadU(df, a + i)),
-                           hn::Max(AbsBits(bv), AbsBits(hn::Add(bv, hn::LoadU(df, c + i))))));
+    m = hn::Max(m, hn::Max(AbsBits(bv), AbsBits(hn::Add(bv, hn::LoadU(df, c + i)))));
   }
   bool finite = hn::GetLane(hn::MaxOfLanes(du, m)) < kInfBits;
   for (; i < n; ++i)

@@ -6,6 +6,7 @@
 // the bytes equal the reference's on every target and for any thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/attention_inverse_rope_hwy.cpp"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -23,6 +24,8 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // Pairs per step of the exact check: its scratch lives on the stack.
 constexpr size_t kCheckPairs = 64;
+// Rows ahead whose RoPE part the check prefetches.
+constexpr int64_t kPrefetchRows = 16;
 // Pairs whose RoPE lanes (RopeLanes, reused by the rows of a token) fit on the stack.
 constexpr size_t kLanePairs = 256;
 
@@ -40,20 +43,32 @@ HWY_INLINE uint16_t MaxMagnitude16(const uint16_t* HWY_RESTRICT x, size_t n) {
   return best;
 }
 
+// One row's output: o's first n values widened into y, its rope_dim = 2·half RoPE values widened
+// kCheckPairs pairs at a time into a stack buffer and rotated back into y + n with the token's
+// lanes (each output byte is stored once).
+HWY_INLINE void WriteRow(const uint16_t* HWY_RESTRICT x, bool f16, size_t n, size_t half,
+                         const float* HWY_RESTRICT cd, const float* HWY_RESTRICT sd,
+                         float* HWY_RESTRICT y) {
+  HWY_ALIGN float rot[2 * kCheckPairs];
+  Widen16(x, f16, n, y);
+  for (size_t i = 0; i < half; i += kCheckPairs) {
+    const size_t pairs = std::min(kCheckPairs, half - i);
+    Widen16(x + n + 2 * i, f16, 2 * pairs, rot);
+    RopePairsWithLanes<true>(cd + 2 * i, sd + 2 * i, rot, pairs, y + n + 2 * i);
+  }
+}
+
 // The rows [begin, end) of the flattened (token, head) rows, table row positions[t] per token:
-// each row's RoPE pairs rotated back (attention.md §4.2). With `write`, o widened into out and the
-// pairs rotated there. Else (inputs known finite) each row is checked: when |x|·max_i(|c_i| +
-// |s_i|) <= 2^127 for every RoPE value x of the row, every rotated value is below 2^127·(1 +
-// 2^-23) and finite; other rows are rotated into a stack buffer, kCheckPairs pairs at a time, and
-// tested. Returns the first row with a non-finite rotated value (end when `write`). `descending`:
-// the last row first (the validation has just scanned o in ascending order: the rows it read last
-// are still in the nearest cache).
-int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t end, bool write,
-                    bool descending) {
+// each row's RoPE pairs rotated back (attention.md §4.2). With `write`, each row written to out
+// (WriteRow). Else (inputs known finite) each row is checked: when |x|·max_i(|c_i| + |s_i|) <=
+// 2^127 for every RoPE value x of the row, every rotated value is below 2^127·(1 + 2^-23) and
+// finite; other rows are rotated into a stack buffer, kCheckPairs pairs at a time, and tested.
+// Returns the first row with a non-finite rotated value (end when `write`).
+int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t end, bool write) {
   const IndexReader pos(a.positions);
   const bool f16 = a.o.dtype() == DType::F16;
   const auto half = static_cast<size_t>(a.rope_dim / 2);
-  const int64_t n = a.D - a.rope_dim;
+  const auto n = static_cast<size_t>(a.D - a.rope_dim);
   HWY_ALIGN float rot[2 * kCheckPairs];
   double bound = 0.0;  // max_i(|c_i| + |s_i|) of the row's token
   HWY_ALIGN float stack_lanes[4 * kLanePairs];
@@ -61,24 +76,25 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
   float* const cd = half > kLanePairs ? heap_lanes.data() : stack_lanes;
   float* const sd = cd + 2 * half;
   int64_t lanes_token = -1;  // the token whose lanes cd and sd hold
-  for (int64_t u = begin; u < end; ++u) {
-    const int64_t r = descending ? end - 1 - (u - begin) : u;
+  for (int64_t r = begin; r < end; ++r) {
     const float* cs = a.cos_sin_cache.ptr<const float>() + pos(r / a.H) * a.rope_dim;
     const uint16_t* x = a.o.ptr<const uint16_t>() + r * a.D;
     if (write) {
-      float* y = a.out.ptr<float>() + r * a.D;
-      Widen16(x, f16, static_cast<size_t>(a.D), y);
       if (r / a.H != lanes_token) {  // the token's lanes, shared by its H rows
         lanes_token = r / a.H;
         RopeLanes<true>(cs, cs + half, half, cd, sd);
       }
-      RopePairsWithLanes<true>(cd, sd, y + n, half, y + n);
+      WriteRow(x, f16, n, half, cd, sd, a.out.ptr<float>() + r * a.D);
       continue;
     }
     if (r == begin || r % a.H == 0) {
       bound = 0.0;
       for (size_t i = 0; i < half; ++i)
         bound = std::max(bound, std::fabs(double{cs[i]}) + std::fabs(double{cs[half + i]}));
+    }
+    if (r + kPrefetchRows < end) {  // the RoPE part of a row ahead: a strided read of o
+      const auto* ahead = reinterpret_cast<const char*>(x + kPrefetchRows * a.D + n);
+      for (size_t b = 0; b < 4 * half; b += 64) hwy::Prefetch(ahead + b);
     }
     const uint16_t m = MaxMagnitude16(x + n, 2 * half);
     if (static_cast<double>(f16 ? f16_to_f32(m) : bf16_to_f32(m)) * bound <= 0x1p127) continue;
@@ -112,12 +128,14 @@ void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContex
     // Pass 1: every row checked, nothing written (reads 2·rope_dim bytes a row).
     const int threads = threads_for(ctx.num_threads, rows * a.rope_dim * 2);
     if (parallel_first(rows, threads,
-                       [&](int64_t b, int64_t e) { return run(a, b, e, false, false); }) < rows)
+                       [&](int64_t b, int64_t e) { return run(a, b, e, false); }) < rows)
       return hand_over(Fallback::inverse_gptj_rope_o_proj, ref::inverse_gptj_rope_o_proj, a, ctx);
   }
-  // Pass 2: every row of out (reads 2·D bytes a row, writes 4·D).
+  // Pass 2: every row of out (reads 2·D bytes a row, writes 4·D). Plain stores, also for large
+  // calls: out is read next (the output projection), and a buffer just allocated comes zeroed by
+  // the kernel, which leaves its pages in the caches (non-temporal stores measured slower there).
   parallel_ranges(rows, threads_for(ctx.num_threads, rows * a.D * 6),
-                  [&](int64_t b, int64_t e) { run(a, b, e, true, ctx.check_finite); });
+                  [&](int64_t b, int64_t e) { run(a, b, e, true); });
 }
 
 }  // namespace dsv4cpu::detail::opt

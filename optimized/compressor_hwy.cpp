@@ -28,17 +28,13 @@ HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
-// stores where the row is aligned (rows far larger than the caches, read by a later call);
-// `descending`: the last token first (the validation has just read the inputs in ascending order:
-// the rows it read last are still in the nearest cache).
-void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
-              bool descending) {
+// stores where the row is aligned (rows far larger than the caches, read by a later call).
+void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const IndexReader pos(a.positions), slot(a.slot_mapping);
   const size_t SW = static_cast<size_t>(a.SW);
-  for (int64_t u = t0; u < t1; ++u) {
-    const int64_t t = descending ? t1 - 1 - (u - t0) : u;
+  for (int64_t t = t0; t < t1; ++t) {
     const int64_t g = slot(t);
     if (g < 0) continue;
     const float* kv = a.kv.ptr<const float>() + t * a.kv.stride(0);
@@ -420,11 +416,9 @@ const CompressorKernel& hwy_compressor_kernel() { return kHwyKernel; }
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= thresholds().stream_bytes;
-  const bool descending = ctx.check_finite;
   const int threads =
       threads_for(ctx.num_threads, a.N * a.SW * 16, thresholds().min_copy_bytes_per_thread);
-  parallel_ranges(a.N, threads,
-                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, descending); });
+  parallel_ranges(a.N, threads, [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream); });
 }
 
 void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,

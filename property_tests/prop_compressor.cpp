@@ -162,7 +162,7 @@ void save_partial_states_property(const testing::Plan& plan) {
 const bool kSavePartialStates =
     register_property("SavePartialStates", "EqualsReference", "save_partial_states", kOptimized,
                       save_partial_states_property);
-// Streamed rows, written last first (checks on), and the sorted repeated-slot search.
+// Streamed rows and the sorted repeated-slot search.
 const bool kSavePartialStatesGated =
     register_gated_property("SavePartialStates", "EqualsReference", "save_partial_states",
                             kOptimized, save_partial_states_property);
@@ -238,7 +238,7 @@ void map_local_to_global_slots_property(const testing::Plan& plan) {
 const bool kMapLocalToGlobalSlots =
     register_property("MapLocalToGlobalSlots", "EqualsReference", "map_local_to_global_slots",
                       kOptimized, map_local_to_global_slots_property);
-// Streamed rows, written last first.
+// Streamed rows.
 const bool kMapLocalToGlobalSlotsGated =
     register_gated_property("MapLocalToGlobalSlots", "EqualsReference",
                             "map_local_to_global_slots", kOptimized,

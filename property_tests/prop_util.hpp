@@ -44,9 +44,9 @@ inline bool register_property(const char* suite, const std::string& what,
 
 // Registers `property` a second time, as <suite>.<what>AtLowestThresholds/<ops>/...: while a case
 // runs, every threshold of core/thresholds.hpp is at its lowest (detail::lowest_thresholds()), so
-// that the small generated cases take the paths of large calls (streamed fills and the rows
-// written last first, the sorted repeated-slot search, sampled top-k rows and a full candidate
-// buffer, scans of one vector step per block, the insert's split with num_threads = 0).
+// that the small generated cases take the paths of large calls (streamed stores, the sorted
+// repeated-slot search, sampled top-k rows and a full candidate buffer, scans of one vector step
+// per block, the insert's split with num_threads = 0).
 inline bool register_gated_property(const char* suite, const std::string& what,
                                     const testing::OpList& ops, const testing::Plan& plan,
                                     const Property& property) {
