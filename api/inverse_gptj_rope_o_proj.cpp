@@ -44,10 +44,13 @@ void validate(InverseGptjRopeOProjArgs& a, const Options& o) {
   const uint16_t* x = a.o.ptr<const uint16_t>();
   const int64_t n = a.o.numel();
   const bool f16 = a.o.dtype() == DType::F16;
-  if (const int64_t i = f16 ? first_non_finite_f16(x, n, o.num_threads)
-                            : first_non_finite_bf16(x, n, o.num_threads);
-      i < n)
+  // One pass finds both whether o is finite and its largest |o|, which spares the kernel its
+  // check of rotated values for most calls.
+  a.o_max_magnitude = max_magnitude16(x, n, o.num_threads);
+  if (a.o_max_magnitude >= (f16 ? 0x7C00 : 0x7F80)) {
+    const int64_t i = f16 ? first_non_finite_f16(x, n) : first_non_finite_bf16(x, n);
     fail_non_finite(op, "o", unflatten(a.o, i), f16 ? f16_to_f32(x[i]) : bf16_to_f32(x[i]));
+  }
   check_finite_rows(op, "cos_sin_cache", a.cos_sin_cache, a.positions);
   // (f) is the kernel's: it checks every rotated value before it writes.
 }

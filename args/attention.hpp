@@ -45,8 +45,9 @@ struct InverseGptjRopeOProjArgs {
   TensorView o, positions, cos_sin_cache;
   int64_t rope_dim;
   MutableTensorView out;
-  // Derived by validation: o [T, H, D].
+  // Derived by validation: o [T, H, D]; with check_finite, the largest |o| (max_magnitude16).
   int64_t T = 0, H = 0, D = 0;
+  uint16_t o_max_magnitude = 0;
 };
 
 // ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on

@@ -17,6 +17,11 @@ int64_t first_non_finite(const float* x, int64_t n, int num_threads = 1);
 int64_t first_non_finite_bf16(const uint16_t* x, int64_t n, int num_threads = 1);
 // Index of the first NaN or ±inf among the IEEE binary16 values x[0 .. n), or n.
 int64_t first_non_finite_f16(const uint16_t* x, int64_t n, int num_threads = 1);
+// The largest |x| among the bf16 or IEEE binary16 values x[0 .. n), as the 15 bits of its
+// magnitude (0 for n = 0): both formats order magnitudes like their bit patterns, and a NaN or
+// ±inf has every exponent bit set, so the result is below the exponent mask (0x7F80, 0x7C00) iff
+// every value is finite.
+uint16_t max_magnitude16(const uint16_t* x, int64_t n, int num_threads = 1);
 // Index of the first i whose RN(a[i] + b[i]) is NaN or ±inf, or n.
 int64_t first_non_finite_sum(const float* a, const float* b, int64_t n);
 // True iff every a[i], b[i] and RN(b[i] + c[i]) of [0, n) is finite (one pass over three rows: the

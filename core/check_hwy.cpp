@@ -9,6 +9,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -168,6 +169,22 @@ int64_t FirstWithAllBits(const T* HWY_RESTRICT p, int64_t n, T mask) {
       [&](int64_t i) { return (p[i] & mask) == mask; });
 }
 
+// The largest of x[i] & 0x7FFF over x[0 .. n) (0 for n = 0).
+uint16_t MaxMagnitude16(const uint16_t* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<uint16_t> d;
+  const auto N = static_cast<int64_t>(hn::Lanes(d));
+  const auto mask = hn::Set(d, uint16_t{0x7FFF});
+  auto m0 = hn::Zero(d), m1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    m0 = hn::Max(m0, hn::And(hn::LoadU(d, x + i), mask));
+    m1 = hn::Max(m1, hn::And(hn::LoadU(d, x + i + N), mask));
+  }
+  auto best = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) best = std::max(best, static_cast<uint16_t>(x[i] & 0x7FFF));
+  return best;
+}
+
 // Index of the first fp8 e4m3 NaN code (0x7F or 0xFF) of c[0 .. n), or n.
 int64_t FirstNanCode(const uint8_t* c, int64_t n) {
   return FirstWithAllBits<uint8_t>(c, n, 0x7F);
@@ -305,6 +322,7 @@ HWY_EXPORT(FirstOutside64);
 HWY_EXPORT(FirstNanCode);
 HWY_EXPORT(FirstNonFiniteBf16);
 HWY_EXPORT(FirstNonFiniteF16);
+HWY_EXPORT(MaxMagnitude16);
 HWY_EXPORT(LocalRefsOk32);
 HWY_EXPORT(LocalRefsOk64);
 HWY_EXPORT(MinMaxOf32);
@@ -345,6 +363,19 @@ int64_t first_non_finite_f16(const uint16_t* x, int64_t n, int num_threads) {
   const auto scan = HWY_DYNAMIC_DISPATCH(FirstNonFiniteF16);
   return parallel_first(n, threads_for(num_threads, n * 2),
                         [&](int64_t b, int64_t e) { return b + scan(x + b, e - b); });
+}
+
+uint16_t max_magnitude16(const uint16_t* x, int64_t n, int num_threads) {
+  const auto scan = HWY_DYNAMIC_DISPATCH(MaxMagnitude16);
+  const int threads = threads_for(num_threads, n * 2);
+  if (threads <= 1 || n <= 1) return scan(x, n);
+  uint16_t part[64];
+  const int64_t parts = std::min<int64_t>({threads, n, 64});
+  parallel_for(parts, threads, [&](int64_t i) {
+    const int64_t b = n * i / parts, e = n * (i + 1) / parts;
+    part[i] = scan(x + b, e - b);
+  });
+  return *std::max_element(part, part + parts);
 }
 
 bool finite_with_sum(const float* a, const float* b, const float* c, int64_t n) {

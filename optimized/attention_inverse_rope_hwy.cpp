@@ -1,7 +1,8 @@
 // Optimized inverse_gptj_rope_o_proj (attention.md §4), written once with Highway and compiled for
 // every target of HWY_TARGETS; the driver at the end (HWY_ONCE) runs (token, head) rows on OpenMP
-// threads in up to two passes: with check_finite the first checks every head's rotated values
-// without writing (bad-input.md §1.2), the second writes out. Widening is exact and the
+// threads in up to two passes: with check_finite, unless a bound over the whole call proves every
+// rotated value finite, the first checks every head's rotated values without writing
+// (bad-input.md §1.2); the second writes out. Widening is exact and the
 // rotation keeps the reference's operation order (RopePairs of optimized/numerics_hwy-inl.h), so
 // the bytes equal the reference's on every target and for any thread count.
 #undef HWY_TARGET_INCLUDE
@@ -17,6 +18,7 @@
 
 #include "args/attention.hpp"
 #include "core/check.hpp"
+#include "core/check_finite.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -28,20 +30,6 @@ constexpr size_t kCheckPairs = 64;
 constexpr int64_t kPrefetchRows = 16;
 // Pairs whose RoPE lanes (RopeLanes, reused by the rows of a token) fit on the stack.
 constexpr size_t kLanePairs = 256;
-
-// The largest |x| of n finite bf16 or binary16 values, as the 15 bits of its magnitude: both
-// formats order finite magnitudes like their bit patterns.
-HWY_INLINE uint16_t MaxMagnitude16(const uint16_t* HWY_RESTRICT x, size_t n) {
-  const hn::ScalableTag<uint16_t> d;
-  const size_t N = hn::Lanes(d);
-  const auto mask = hn::Set(d, uint16_t{0x7FFF});
-  auto m = hn::Zero(d);
-  size_t i = 0;
-  for (; i + N <= n; i += N) m = hn::Max(m, hn::And(hn::LoadU(d, x + i), mask));
-  uint16_t best = hn::GetLane(hn::MaxOfLanes(d, m));
-  for (; i < n; ++i) best = std::max(best, static_cast<uint16_t>(x[i] & 0x7FFF));
-  return best;
-}
 
 // One row's output: o's first n values widened into y, its rope_dim = 2·half RoPE values widened
 // kCheckPairs pairs at a time into a stack buffer and rotated back into y + n with the token's
@@ -96,7 +84,7 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
       const auto* ahead = reinterpret_cast<const char*>(x + kPrefetchRows * a.D + n);
       for (size_t b = 0; b < 4 * half; b += 64) hwy::Prefetch(ahead + b);
     }
-    const uint16_t m = MaxMagnitude16(x + n, 2 * half);
+    const uint16_t m = max_magnitude16(x + n, static_cast<int64_t>(2 * half));
     if (static_cast<double>(f16 ? f16_to_f32(m) : bf16_to_f32(m)) * bound <= 0x1p127) continue;
     for (size_t i = 0; i < half; i += kCheckPairs) {
       const size_t pairs = std::min(kCheckPairs, half - i);
@@ -120,11 +108,32 @@ namespace dsv4cpu::detail::opt {
 
 HWY_EXPORT(InverseRows);
 
+namespace {
+
+// Whether every rotated value is finite by the bound of InverseRows' row check taken over the
+// whole call: |o|max (found by the validation's scan of o) · max over the tokens' table rows of
+// max_i(|c_i| + |s_i|) <= 2^127. When so, no row needs the check.
+bool rotation_bounded(const InverseGptjRopeOProjArgs& a) {
+  const double x = a.o.dtype() == DType::F16 ? f16_to_f32(a.o_max_magnitude)
+                                              : bf16_to_f32(a.o_max_magnitude);
+  const IndexReader pos(a.positions);
+  const int64_t half = a.rope_dim / 2;
+  double bound = 0.0;
+  for (int64_t t = 0; t < a.T; ++t) {
+    const float* cs = a.cos_sin_cache.ptr<const float>() + pos(t) * a.rope_dim;
+    for (int64_t i = 0; i < half; ++i)
+      bound = std::max(bound, std::fabs(double{cs[i]}) + std::fabs(double{cs[half + i]}));
+  }
+  return x * bound <= 0x1p127;
+}
+
+}  // namespace
+
 void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContext& ctx) {
   const int64_t rows = a.T * a.H;
   if (rows == 0) return;  // bad-input.md §1.5
   const auto run = HWY_DYNAMIC_DISPATCH(InverseRows);
-  if (ctx.check_finite) {
+  if (ctx.check_finite && !rotation_bounded(a)) {
     // Pass 1: every row checked, nothing written (reads 2·rope_dim bytes a row).
     const int threads = threads_for(ctx.num_threads, rows * a.rope_dim * 2);
     if (parallel_first(rows, threads,

@@ -4,6 +4,7 @@
 // Highway target, 1 to 8 threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -171,6 +172,41 @@ TEST(CheckScans, FirstNonFiniteF16IsTheFirstNanOrInf) {
         for (int threads : kThreads)
           EXPECT_EQ(detail::first_non_finite_f16(x.data(), n, threads), want)
               << target << " n=" << n;
+      }
+  });
+}
+
+// Hand cases, then random bf16 values of both signs (one large magnitude, NaN or ±inf planted at
+// any index) against the largest |x| of their fp32 widening: equal to it when every value is
+// finite, at least the exponent mask 0x7F80 otherwise.
+TEST(CheckScans, MaxMagnitude16IsTheLargestMagnitude) {
+  const uint16_t hand[] = {0x3F80, 0xC040, 0x4000, 0x8000};  // bf16 1, -3, 2, -0
+  EXPECT_EQ(detail::max_magnitude16(hand, 4), 0x4040);        // |-3|
+  EXPECT_EQ(detail::max_magnitude16(hand + 3, 1), 0);         // |-0|
+  EXPECT_EQ(detail::max_magnitude16(hand, 0), 0);
+  std::mt19937_64 rng(6);
+  const uint16_t planted[] = {0x7F7F, 0xFF7F, 0x7FC0, 0xFF80, 0x7F80, 0xFFFF};
+  testing::for_each_highway_target([&](const std::string& target) {
+    for (int64_t n : kLengths)
+      for (int trial = 0; trial < 4; ++trial) {
+        std::vector<uint16_t> x(static_cast<size_t>(n));
+        for (uint16_t& v : x) v = static_cast<uint16_t>(rng() % 0x7000 | (rng() % 2) << 15);
+        if (n > 0 && trial % 2) x[rng() % static_cast<uint64_t>(n)] = planted[rng() % 6];
+        bool finite = true;
+        float largest = 0.0f;
+        for (uint16_t v : x) {
+          const float f = std::fabs(bf16_to_f32(v));
+          finite = finite && std::isfinite(f);
+          if (std::isfinite(f)) largest = std::max(largest, f);
+        }
+        for (int threads : kThreads) {
+          const uint16_t got = detail::max_magnitude16(x.data(), n, threads);
+          if (finite) {
+            EXPECT_EQ(bf16_to_f32(got), largest) << target << " n=" << n;
+          } else {
+            EXPECT_GE(got, 0x7F80) << target << " n=" << n;
+          }
+        }
       }
   });
 }
