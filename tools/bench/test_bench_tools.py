@@ -409,7 +409,10 @@ class DashboardTest(unittest.TestCase):
                              "selection": "default", "target": "AMX_BF16"},
                             {"op": "op_b", "shape": "s2", "threads": 1, "vllm_s": 4e-3,
                              "dsv4cpu_s": 5e-3, "ratio": 0.8, "variant": "hwy",
-                             "selection": "forced", "target": "AVX3"}]}
+                             "selection": "forced", "target": "AVX3"},
+                            {"op": "op_b", "shape": "s2", "threads": 1, "vllm_s": 4e-3,
+                             "dsv4cpu_s": 8e-4, "ratio": 5.0, "variant": "amx",
+                             "selection": "unchecked", "target": "AMX_BF16"}]}
         with tempfile.TemporaryDirectory() as d:
             result, vs, out = (os.path.join(d, n) for n in ("r.json", "vs.json", "report.html"))
             with open(result, "w") as f:
@@ -434,6 +437,8 @@ class DashboardTest(unittest.TestCase):
             self.assertIn("<td>op_b/s2</td><td>default: amx (AMX_BF16)</td><td>1</td>", page)
             self.assertIn("<td>op_b/s2</td><td>hwy (AVX3)</td><td>1</td>", page)
             self.assertIn("<td>0.80x</td>", page)
+            # the default selection with check_finite=False, marked as such
+            self.assertIn("<td>op_b/s2</td><td>unchecked: amx (AMX_BF16)</td><td>1</td>", page)
             with open(vs, "w") as f:
                 json.dump({**peer, "schema": "other"}, f)
             rc, text = run(DASHBOARD, result, "--vllm", vs, "-o", out)

@@ -285,17 +285,25 @@ ALLOCATED_PER_CALL = ("sparse_mla_attention", "fused_qnorm_rope_kv_insert",
                       "inverse_gptj_rope_o_proj")
 
 
+#: Ops that only move bytes, where the finiteness check is a read pass of its own (README, "What
+#: the checks cost"): their default selection is also timed with ``check_finite=False``.
+UNCHECKED_ROWS = ("save_partial_states", "inverse_gptj_rope_o_proj")
+
+
 def dsv4cpu_runs(op):
     """dsv4cpu's runs of ``op``, from the registry: the default selection (variant None), then,
-    when more than one optimized variant is available here, each of them. (variant, the name of
-    the variant that runs, its Highway target or "")."""
+    for an op of UNCHECKED_ROWS, the default selection unchecked, then, when more than one
+    optimized variant is available here, each of them. (variant, the name of the variant that
+    runs, its Highway target or "", the selection: "default", "unchecked" or "forced")."""
     listed = [v for o in dsv4cpu.registered_ops() if o["name"] == op for v in o["variants"]
               if v["role"] == "optimized" and v["available"]]
     target = {v["name"]: v["target"] for v in listed}
     default = tools.selected_variant(op)
-    runs = [(None, default, target.get(default, ""))]
+    runs = [(None, default, target.get(default, ""), "default")]
+    if op in UNCHECKED_ROWS:
+        runs.append((None, default, target.get(default, ""), "unchecked"))
     if len(listed) > 1:
-        runs += [(v["name"], v["name"], v["target"]) for v in listed]
+        runs += [(v["name"], v["name"], v["target"], "forced") for v in listed]
     return runs
 
 
@@ -318,24 +326,31 @@ def runners(op, args):
     def vllm():
         vllm_kernels.call(op, vllm_args)
 
-    def dsv4(variant):
+    def dsv4(variant, selection):
         # The default selection is called as an engine calls an op, positionally (the thread count
-        # is torch's, set for both sides); a forced variant needs the keyword `variant`.
-        if variant:
-            return lambda: own(**args, variant=variant)
+        # is torch's, set for both sides); a forced variant needs the keyword `variant`, an
+        # unchecked call the keyword `check_finite`. Every run of an op of ALLOCATED_PER_CALL
+        # allocates its outputs on each call.
+        keywords = ({"variant": variant} if variant else
+                    {"check_finite": False} if selection == "unchecked" else {})
+        fresh = outputs if op in ALLOCATED_PER_CALL else ()
+        if keywords:
+            def keyword_call():
+                own(**{**args, **{k: torch.empty_like(args[k]) for k in fresh}}, **keywords)
+            return keyword_call
         values = positional(own, args)
-        if op not in ALLOCATED_PER_CALL:
+        if not fresh:
             return functools.partial(own.default, *values)
         names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
-        fresh = [i for i, name in enumerate(names) if name in outputs]
+        indices = [i for i, name in enumerate(names) if name in fresh]
 
         def call():
             given = list(values)
-            for i in fresh:
+            for i in indices:
                 given[i] = torch.empty_like(given[i])
             own.default(*given)
         return call
-    return vllm, {run: dsv4(run[0]) for run in dsv4cpu_runs(op)}
+    return vllm, {run: dsv4(run[0], run[3]) for run in dsv4cpu_runs(op)}
 
 
 def sample(fn, seconds):
@@ -394,13 +409,14 @@ def main(argv=None):
                 for run, fn in own.items():
                     times[run].append(sample(fn, args.seconds))
             v = statistics.median(times["vllm"])
-            for (variant, name, target), fn in own.items():
-                d = statistics.median(times[(variant, name, target)])
+            for (variant, name, target, selection), fn in own.items():
+                d = statistics.median(times[(variant, name, target, selection)])
                 results.append({"op": op, "shape": shape, "threads": n, "vllm_s": v,
                                 "dsv4cpu_s": d, "ratio": v / d, "variant": name,
-                                "selection": "forced" if variant else "default",
-                                "target": target, "repetitions": args.repetitions})
-                label = ("" if variant else "default: ") + name + (f" ({target})" if target else "")
+                                "selection": selection, "target": target,
+                                "repetitions": args.repetitions})
+                label = ("" if selection == "forced" else selection + ": ") + name + (
+                    f" ({target})" if target else "")
                 print(f"{op:<34} {shape:<22} {label:<28} {n:>7} {v * 1e3:>10.4f} "
                       f"{d * 1e3:>11.4f} {v / d:>7.2f}", flush=True)
     model, isa = machine()
