@@ -21,6 +21,20 @@
 #include "core/check_finite.hpp"
 #include "optimized/numerics_hwy-inl.h"
 
+#ifndef DSV4CPU_INVERSE_ROPE_ROW_BOUND  // once per translation unit, for every target and the driver
+#define DSV4CPU_INVERSE_ROPE_ROW_BOUND
+namespace dsv4cpu::detail::opt {
+// max_i(|c_i| + |s_i|) of a table row cs (cos_i at i, sin_i at half + i): |x|·bound <= 2^127 for
+// every RoPE value x a row rotates with it keeps every rotated value below 2^127·(1 + 2^-23).
+inline double rope_row_bound(const float* cs, int64_t half) {
+  double bound = 0.0;
+  for (int64_t i = 0; i < half; ++i)
+    bound = std::max(bound, std::fabs(double{cs[i]}) + std::fabs(double{cs[half + i]}));
+  return bound;
+}
+}  // namespace dsv4cpu::detail::opt
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
@@ -48,9 +62,9 @@ HWY_INLINE void WriteRow(const uint16_t* HWY_RESTRICT x, bool f16, size_t n, siz
 
 // The rows [begin, end) of the flattened (token, head) rows, table row positions[t] per token:
 // each row's RoPE pairs rotated back (attention.md §4.2). With `write`, each row written to out
-// (WriteRow). Else (inputs known finite) each row is checked: when |x|·max_i(|c_i| + |s_i|) <=
-// 2^127 for every RoPE value x of the row, every rotated value is below 2^127·(1 + 2^-23) and
-// finite; other rows are rotated into a stack buffer, kCheckPairs pairs at a time, and tested.
+// (WriteRow). Else (inputs known finite) each row is checked: a row whose RoPE values x all have
+// |x|·rope_row_bound <= 2^127 rotates to finite values; other rows are rotated into a stack
+// buffer, kCheckPairs pairs at a time, and tested.
 // Returns the first row with a non-finite rotated value (end when `write`).
 int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t end, bool write) {
   const IndexReader pos(a.positions);
@@ -58,7 +72,7 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
   const auto half = static_cast<size_t>(a.rope_dim / 2);
   const auto n = static_cast<size_t>(a.D - a.rope_dim);
   HWY_ALIGN float rot[2 * kCheckPairs];
-  double bound = 0.0;  // max_i(|c_i| + |s_i|) of the row's token
+  double bound = 0.0;  // rope_row_bound of the row's token
   HWY_ALIGN float stack_lanes[4 * kLanePairs];
   std::vector<float> heap_lanes(half > kLanePairs ? 4 * half : 0);
   float* const cd = half > kLanePairs ? heap_lanes.data() : stack_lanes;
@@ -75,11 +89,7 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
       WriteRow(x, f16, n, half, cd, sd, a.out.ptr<float>() + r * a.D);
       continue;
     }
-    if (r == begin || r % a.H == 0) {
-      bound = 0.0;
-      for (size_t i = 0; i < half; ++i)
-        bound = std::max(bound, std::fabs(double{cs[i]}) + std::fabs(double{cs[half + i]}));
-    }
+    if (r == begin || r % a.H == 0) bound = rope_row_bound(cs, a.rope_dim / 2);
     if (r + kPrefetchRows < end) {  // the RoPE part of a row ahead: a strided read of o
       const auto* ahead = reinterpret_cast<const char*>(x + kPrefetchRows * a.D + n);
       for (size_t b = 0; b < 4 * half; b += 64) hwy::Prefetch(ahead + b);
@@ -111,19 +121,17 @@ HWY_EXPORT(InverseRows);
 namespace {
 
 // Whether every rotated value is finite by the bound of InverseRows' row check taken over the
-// whole call: |o|max (found by the validation's scan of o) · max over the tokens' table rows of
-// max_i(|c_i| + |s_i|) <= 2^127. When so, no row needs the check.
+// whole call: |o|max (found by the validation's scan of o) · the largest rope_row_bound of the
+// tokens' table rows <= 2^127. When so, no row needs the check.
 bool rotation_bounded(const InverseGptjRopeOProjArgs& a) {
   const double x = a.o.dtype() == DType::F16 ? f16_to_f32(a.o_max_magnitude)
                                               : bf16_to_f32(a.o_max_magnitude);
   const IndexReader pos(a.positions);
-  const int64_t half = a.rope_dim / 2;
   double bound = 0.0;
-  for (int64_t t = 0; t < a.T; ++t) {
-    const float* cs = a.cos_sin_cache.ptr<const float>() + pos(t) * a.rope_dim;
-    for (int64_t i = 0; i < half; ++i)
-      bound = std::max(bound, std::fabs(double{cs[i]}) + std::fabs(double{cs[half + i]}));
-  }
+  for (int64_t t = 0; t < a.T; ++t)
+    bound = std::max(bound, rope_row_bound(a.cos_sin_cache.ptr<const float>() +
+                                               pos(t) * a.rope_dim,
+                                           a.rope_dim / 2));
   return x * bound <= 0x1p127;
 }
 
