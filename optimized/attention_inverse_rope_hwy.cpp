@@ -7,7 +7,6 @@
 // the bytes equal the reference's on every target and for any thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/attention_inverse_rope_hwy.cpp"
-#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -40,8 +39,6 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // Pairs per step of the exact check: its scratch lives on the stack.
 constexpr size_t kCheckPairs = 64;
-// Rows ahead whose RoPE part the check prefetches.
-constexpr int64_t kPrefetchRows = 16;
 // Pairs whose RoPE lanes (RopeLanes, reused by the rows of a token) fit on the stack.
 constexpr size_t kLanePairs = 256;
 
@@ -90,10 +87,6 @@ int64_t InverseRows(const InverseGptjRopeOProjArgs& a, int64_t begin, int64_t en
       continue;
     }
     if (r == begin || r % a.H == 0) bound = rope_row_bound(cs, a.rope_dim / 2);
-    if (r + kPrefetchRows < end) {  // the RoPE part of a row ahead: a strided read of o
-      const auto* ahead = reinterpret_cast<const char*>(x + kPrefetchRows * a.D + n);
-      for (size_t b = 0; b < 4 * half; b += 64) hwy::Prefetch(ahead + b);
-    }
     const uint16_t m = max_magnitude16(x + n, static_cast<int64_t>(2 * half));
     if (static_cast<double>(f16 ? f16_to_f32(m) : bf16_to_f32(m)) * bound <= 0x1p127) continue;
     for (size_t i = 0; i < half; i += kCheckPairs) {
