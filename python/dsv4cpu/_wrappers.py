@@ -410,25 +410,65 @@ _OPTIONS = """
     call; 0: OpenMP's default). Results never depend on the variant's thread count."""
 
 
+def _binder(signature):
+    """``signature.bind`` with the defaults applied, as a dict by name, at a small share of its
+    cost (a decode-sized op runs in microseconds): a call that does not bind goes to ``inspect``,
+    which raises its TypeError."""
+    parameters = signature.parameters.values()
+    positional = [p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    names = frozenset(signature.parameters)
+    defaults = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+    required = frozenset(p.name for p in parameters if p.default is inspect.Parameter.empty)
+
+    def bind(args, kwargs):
+        if len(args) <= len(positional) and not kwargs.keys() - names:
+            given = dict(zip(positional, args))
+            if not kwargs.keys() & given.keys():
+                given.update(kwargs)
+                if required <= given.keys():
+                    return {**defaults, **given}
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+    return bind
+
+
+def _caller(operator, sch):
+    """Calls the operator's overload with ``arguments`` (a dict by name): the schema's positional
+    arguments by position, a keyword-only one by keyword only where it differs from the schema's
+    default (torch parses each keyword: a decode-sized call notices)."""
+    overload = getattr(operator, "default", operator)
+    positional = [a.name for a in sch.arguments if not a.kwarg_only]
+    keywords = [(a.name, a.default_value) for a in sch.arguments if a.kwarg_only]
+
+    def call(arguments):
+        given = {}
+        for name, default in keywords:
+            value = arguments[name]
+            if not (value is default or (type(value) is type(default) and value == default)):
+                given[name] = value
+        return errors.call(overload, *[arguments[name] for name in positional], **given)
+    return call
+
+
 def _wrapper(op):
     operator = getattr(ops, op, None) or getattr(tools, op)  # not a tensor op: the latter
     sch = schema(operator)
     doc, outputs = SPECS[op]
     signature = _parameters(sch, outputs)
+    bind, call = _binder(signature), _caller(operator, sch)
     written = [a.name for a in sch.arguments if is_written(a)]
     returns = [r.name for r in sch.returns]
 
     def wrapper(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
+        arguments = bind(args, kwargs)
         too_large = []
         for name in outputs:
             if arguments[name] is None:
                 arguments[name], fits = allocate(op, arguments, name)
                 if not fits:
                     too_large.append(name)
-        result = errors.call(operator, **arguments)
+        result = call(arguments)
         if too_large:  # the op accepted the placeholder: the shape alone is at fault
             name = too_large[0]
             shape = list(output_shape(op, arguments, name))
