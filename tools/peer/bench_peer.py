@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 import dsv4cpu  # noqa: E402
 from dsv4cpu._extension import FP8_ARGUMENTS, ops, tools  # noqa: E402
 import vllm_kernels  # noqa: E402
+import vllm_adapters  # noqa: E402
 from vllm_adapters import VLLM_OPTIONS  # noqa: E402
 
 SCHEMA = "dsv4cpu-vs-vllm/1"
@@ -316,15 +317,37 @@ def positional(function, arguments):
     return [arguments[a.name] if a.name in arguments else a.default_value for a in names]
 
 
+#: Arguments of vLLM's operator that vLLM's model runner allocates on every call, by position:
+#: the attention output flash_mla_with_kvcache_cpu writes (ALLOCATED_PER_CALL; vLLM's other such
+#: operators return their outputs, allocated inside the call).
+VLLM_FRESH = {"sparse_mla_attention": (0,)}
+
+
+def vllm_runner(op, arguments):
+    """vLLM's operator called as vLLM's model runner calls it: positionally, on the arguments its
+    adapter (vllm_adapters.py) makes of dsv4cpu's once (int64 indices, contiguous tensors, the
+    in-place outputs it takes), so that no adapter work is timed; VLLM_FRESH allocated per call."""
+    captured = []
+    vllm_adapters.ADAPTERS[op](lambda *a: captured.append(list(a)), arguments, None)
+    (given,) = captured
+    kernel = getattr(vllm_kernels.FUNCTIONS[op], "default", vllm_kernels.FUNCTIONS[op])
+    fresh = VLLM_FRESH.get(op, ())
+    if not fresh:
+        return functools.partial(kernel, *given)
+
+    def call():
+        values = list(given)
+        for i in fresh:
+            values[i] = torch.empty_like(values[i])
+        kernel(*values)
+    return call
+
+
 def runners(op, args):
-    """The calls on the same inputs: vLLM's kernel (through its adapter, which allocates the
-    outputs vLLM returns or takes, as vLLM's callers do) and one per dsv4cpu run."""
+    """The calls on the same inputs: vLLM's kernel (vllm_runner) and one per dsv4cpu run."""
     own = getattr(ops, op)
     outputs = OUTPUTS.get(op, ())
-    vllm_args = {k: v for k, v in args.items() if k not in outputs}
-
-    def vllm():
-        vllm_kernels.call(op, vllm_args)
+    vllm = vllm_runner(op, {k: v for k, v in args.items() if k not in outputs})
 
     def dsv4(variant, selection):
         # The default selection is called as an engine calls an op, positionally (the thread count
