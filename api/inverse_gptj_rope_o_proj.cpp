@@ -39,20 +39,28 @@ void validate(InverseGptjRopeOProjArgs& a, const Options& o) {
   const Limit rows{R, "position beyond the cos/sin table",
                    "position < " + std::to_string(R) + " = rows of cos_sin_cache"};
   check_positions(op, a.positions, &rows);
-  // (e) o, then the table rows used (every token's row when H > 0), row-major over the table.
+  // (e) o, then the table rows used, unless the kernel checks them while writing out.
   if (!o.check_finite || a.out.empty()) return;
+  a.check_in_write = o.fresh_outputs;
+  if (!a.check_in_write) a.o_max_magnitude = check_inverse_rope_inputs(a, o.num_threads);
+  // (f) is the kernel's: it checks every rotated value before it writes (or, with
+  // check_in_write, while it writes).
+}
+
+uint16_t check_inverse_rope_inputs(const InverseGptjRopeOProjArgs& a, int num_threads) {
+  constexpr const char* op = "inverse_gptj_rope_o_proj";
   const uint16_t* x = a.o.ptr<const uint16_t>();
   const int64_t n = a.o.numel();
   const bool f16 = a.o.dtype() == DType::F16;
   // One pass finds both whether o is finite and its largest |o|, which spares the kernel its
   // check of rotated values for most calls.
-  a.o_max_magnitude = max_magnitude16(x, n, o.num_threads);
-  if (a.o_max_magnitude >= (f16 ? 0x7C00 : 0x7F80)) {
+  const uint16_t max_magnitude = max_magnitude16(x, n, num_threads);
+  if (max_magnitude >= (f16 ? 0x7C00 : 0x7F80)) {
     const int64_t i = f16 ? first_non_finite_f16(x, n) : first_non_finite_bf16(x, n);
     fail_non_finite(op, "o", unflatten(a.o, i), f16 ? f16_to_f32(x[i]) : bf16_to_f32(x[i]));
   }
   check_finite_rows(op, "cos_sin_cache", a.cos_sin_cache, a.positions);
-  // (f) is the kernel's: it checks every rotated value before it writes.
+  return max_magnitude;
 }
 
 }  // namespace detail

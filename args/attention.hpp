@@ -45,10 +45,19 @@ struct InverseGptjRopeOProjArgs {
   TensorView o, positions, cos_sin_cache;
   int64_t rope_dim;
   MutableTensorView out;
-  // Derived by validation: o [T, H, D]; with check_finite, the largest |o| (max_magnitude16).
+  // Derived by validation: o [T, H, D]; with check_finite, the largest |o| (max_magnitude16),
+  // unless check_in_write: with check_finite and Options::fresh_outputs, validation leaves step (e)
+  // to the kernel, which writes out, watching every value it writes, and only when one is not
+  // finite runs check_inverse_rope_inputs and hands the call to the reference.
   int64_t T = 0, H = 0, D = 0;
   uint16_t o_max_magnitude = 0;
+  bool check_in_write = false;
 };
+
+// Step (e) of inverse_gptj_rope_o_proj (bad-input.md §1.4): o, then the table rows the tokens use
+// (when H > 0); throws the NonFiniteError of the first non-finite value. Returns the largest |o|
+// (its bits, max_magnitude16). api/inverse_gptj_rope_o_proj.cpp.
+uint16_t check_inverse_rope_inputs(const InverseGptjRopeOProjArgs& a, int num_threads);
 
 // ---- the kernels, registered in api/registry.cpp: void(const Args&, const RunContext&) on
 // validated arguments ----

@@ -8,7 +8,8 @@
 //                         the request's entries (no reference run: minutes per iteration);
 //   fused_qnorm_rope_kv_insert  the batch shapes, Hq = 64.
 //   inverse_gptj_rope_o_proj    the batch shapes, H = 64, D = 512, rope_dim = 64 (`<shape>_h64`;
-//                               no reference run at prefill4096), also without the finite checks.
+//                               no reference run at prefill4096), also without the finite checks,
+//                               and `<shape>_h64/fresh_outputs` with Options::fresh_outputs.
 // Bytes: every gathered entry (584 bytes per valid column), q, the slots, out and lse; for the
 // insert q, kv, positions, slots, the table rows, q_out and the written entries; for the inverse
 // RoPE o, out, the positions and their table rows. FLOP: the two
@@ -174,9 +175,10 @@ Prepare insert_shape(int64_t T) {
   };
 }
 
-// inverse_gptj_rope_o_proj: T tokens of H = 64 heads, D = 512, rope_dim = 64, BF16 o.
-Prepare inverse_rope_shape(int64_t T) {
-  return [T] {
+// inverse_gptj_rope_o_proj: T tokens of H = 64 heads, D = 512, rope_dim = 64, BF16 o; with
+// `fresh`, Options::fresh_outputs (the checks in the writing pass).
+Prepare inverse_rope_shape(int64_t T, bool fresh) {
+  return [T, fresh] {
     constexpr int64_t kH = 64, kD = 512;
     auto o = std::make_shared<Buffer<uint16_t>>(static_cast<size_t>(T * kH * kD));
     Bf16Normals(41).fill(o->data(), o->size());
@@ -186,10 +188,12 @@ Prepare inverse_rope_shape(int64_t T) {
     auto out = std::make_shared<Buffer<float>>(static_cast<size_t>(T * kH * kD));
     Prepared p;
     p.run = [=](const Options& opt) {
+      Options options = opt;
+      options.fresh_outputs = fresh;
       inverse_gptj_rope_o_proj(TensorView(o->data(), DType::BF16, {T, kH, kD}),
                                TensorView(pos->data(), DType::I64, {T}),
                                TensorView(table->data(), DType::F32, {kRopeRows, 64}), 64,
-                               MutableTensorView(out->data(), DType::F32, {T, kH, kD}), opt);
+                               MutableTensorView(out->data(), DType::F32, {T, kH, kD}), options);
     };
     p.bytes = T * (kH * kD * (2 + 4) + 8 + 64 * 4);  // o, out, the position and its table row
     p.items = T;
@@ -215,8 +219,10 @@ void attention_cases(Cases& out) {
                    insert_shape(s.requests * s.tokens_per_request)});
   for (const BatchShape& s : batch_shapes()) {
     const int64_t T = s.requests * s.tokens_per_request;
-    out.push_back({"inverse_gptj_rope_o_proj", s.name + "_h64", inverse_rope_shape(T),
+    out.push_back({"inverse_gptj_rope_o_proj", s.name + "_h64", inverse_rope_shape(T, false),
                    Traffic::copy, true, T < 4096});
+    out.push_back({"inverse_gptj_rope_o_proj", s.name + "_h64/fresh_outputs",
+                   inverse_rope_shape(T, true), Traffic::copy, false, false});
   }
 }
 

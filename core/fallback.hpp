@@ -1,6 +1,7 @@
 // bad-input.md §1.4 (f), the one rule of every optimized kernel for computed values: a kernel that
 // finds some computed value not finite (it looks only when RunContext::check_finite, and before it
-// writes any output byte) hands the whole call to the reference kernel through hand_over. The
+// writes any output byte, or while it writes outputs the caller drops on error:
+// Options::fresh_outputs) hands the whole call to the reference kernel through hand_over. The
 // reference computes the same values, finds the first offender in the spec's order and throws its
 // NonFiniteError, so every message of (f) has one author, the reference (and no kernel has to
 // find the first offender on its fast path). Each hand-over is counted, so that the tests see one

@@ -246,6 +246,7 @@ void fused_qnorm_rope_kv_insert(const FusedQnormRopeKvInsertArgs& a, const RunCo
 
 void inverse_gptj_rope_o_proj(const InverseGptjRopeOProjArgs& a, const RunContext& ctx) {
   if (a.out.empty()) return;  // bad-input.md §1.5
+  if (ctx.check_finite && a.check_in_write) check_inverse_rope_inputs(a, ctx.num_threads);  // (e)
   const IndexReader pos(a.positions);
   const uint16_t* o = a.o.ptr<const uint16_t>();
   const bool f16 = a.o.dtype() == DType::F16;

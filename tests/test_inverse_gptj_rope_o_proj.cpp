@@ -2,7 +2,8 @@
 // hand-picked BF16 and F16 values (subnormal, largest finite), I32 and I64 positions, the fused
 // form of the rotation, rope_dim 2 and the whole head; every check of §4.3 on every variant with
 // out unchanged (bad-input.md §1), huge finite results accepted; zero-size calls; every variant
-// equal to the reference bit for bit with 1 and 2 threads, each hand-over to the reference counted.
+// equal to the reference bit for bit with 1 and 2 threads, each hand-over to the reference counted;
+// with Options::fresh_outputs (checks while writing) the same bits and the same errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -479,6 +480,72 @@ DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, LargeFiniteResultsPass, kOp) {
   });
 }
 
+DSV4CPU_RUN_TEST(InverseGptjRopeOProjBadInput, FreshOutputsGiveTheSameErrors, kOp) {
+  // Options::fresh_outputs: every run throws what it throws without (its out may be written). An
+  // input's error comes from the inputs' check (no hand-over); a rotated value's from the
+  // reference, handed over once by each optimized variant; no hand-over on finite results.
+  struct Bad {
+    const char* what;
+    std::function<void(Case&)> edit;
+    bool computed;
+  };
+  const std::vector<Bad> cases = {
+      {"nan in o", [](Case& c) { c.at(2, 0, 3) = 0x7FC0; }, false},
+      {"nan in o's RoPE dims", [](Case& c) { c.at(1, 0, 9) = 0x7FC0; }, false},
+      {"inf in o, f16",
+       [](Case& c) {
+         c.dtype = DType::F16;
+         std::mt19937_64 rng(5);
+         c.random(rng);
+         c.positions = {4, 0, 2};
+         c.at(0, 1, 0) = 0x7C00;
+       },
+       false},
+      {"inf in o's non-RoPE dims, after a nan in a table row",
+       [](Case& c) {
+         c.sin(2, 1) = kNaN;
+         c.at(1, 1, 2) = 0xFF80;
+       },
+       false},
+      {"nan in a used table row", [](Case& c) { c.cos(0, 3) = kNaN; }, false},
+      {"rotated overflow",
+       [](Case& c) {
+         c.at(1, 1, 12) = to_bf16(3e38f);
+         c.at(1, 1, 13) = to_bf16(3e38f);
+         c.cos(0, 2) = 1.0f;
+         c.sin(0, 2) = 1.0f;
+       },
+       true},
+  };
+  for (const Bad& bad : cases) {
+    Case c = bad_case();
+    bad.edit(c);
+    const std::string want = c.expect("NonFiniteError");
+    testing::for_each_run(kOp, [&](const testing::Run& run) {
+      Options opt = run.options();
+      opt.fresh_outputs = true;
+      const uint64_t before = detail::fallback_count(detail::Fallback::inverse_gptj_rope_o_proj);
+      try {
+        c.run(opt);
+        ADD_FAILURE() << run.label() << " " << bad.what << ": no error";
+      } catch (const NonFiniteError& e) {
+        EXPECT_EQ(e.what(), want) << run.label() << " " << bad.what;
+      }
+      EXPECT_EQ(detail::fallback_count(detail::Fallback::inverse_gptj_rope_o_proj) - before,
+                bad.computed && run.variant.role == Role::optimized ? 1u : 0u)
+          << run.label() << " " << bad.what;
+    });
+  }
+  testing::for_each_run(kOp, [&](const testing::Run& run) {
+    Options opt = run.options();
+    opt.fresh_outputs = true;
+    Case finite = bad_case();
+    const uint64_t any = detail::fallback_count();
+    finite.run(opt);
+    EXPECT_EQ(detail::fallback_count(), any) << run.label();
+  });
+}
+
 const testing::Plan kOneAndTwoThreads{true, std::nullopt, true, {1, 2}};
 
 DSV4CPU_RUN_TEST(InverseGptjRopeOProj, EveryRunMatchesTheReference, kOp, kOneAndTwoThreads) {
@@ -498,9 +565,14 @@ DSV4CPU_RUN_TEST(InverseGptjRopeOProj, EveryRunMatchesTheReference, kOp, kOneAnd
       o.impl = Impl::reference;
       ref.run(o);
       testing::for_each_run(kOp, kOneAndTwoThreads, [&](const testing::Run& run) {
-        Case c = make();
-        c.run(run.options());
-        EXPECT_EQ(c.out, ref.out) << run.label() << " " << dtype_name(dtype) << " D=" << D;
+        for (bool fresh : {false, true}) {
+          Case c = make();
+          Options opt = run.options();
+          opt.fresh_outputs = fresh;
+          c.run(opt);
+          EXPECT_EQ(c.out, ref.out) << run.label() << " " << dtype_name(dtype) << " D=" << D
+                                    << " fresh_outputs=" << fresh;
+        }
       });
     }
 }

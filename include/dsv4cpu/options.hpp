@@ -51,6 +51,13 @@ struct Options {
   // OpenMP setting changes); 0 = omp_get_max_threads(). Never more than the processors this
   // process may run on. Results never depend on it.
   int num_threads = 0;
+  // The caller allocated the call's output arrays for it and drops them when it throws (vLLM's
+  // functional ops, the Python wrappers' own outputs): with check_finite, an op may then run steps
+  // (e) and (f) while it writes them, so that its inputs are read once (docs/decisions.md,
+  // "Checks in the writing pass"). A call that throws leaves such outputs with unspecified
+  // values; in-place buffers (caches, state caches) are never written before the checks. The one
+  // op that uses it: inverse_gptj_rope_o_proj. Results never depend on it.
+  bool fresh_outputs = false;
 };
 
 // A variant's role: the reference (the scalar oracle, last in every list) or an optimized one.

@@ -2,7 +2,7 @@
 // by their schema names and calls the library. Arguments keep the specification's names and
 // order; outputs and in-place buffers are arguments (Tensor(a!)), results the op returns by value
 // are named returns, and every op with Options takes the keyword-only arguments
-// impl, variant, check_finite and num_threads. An op with a tensor argument is a CPU kernel (its
+// impl, variant, check_finite, num_threads and fresh_outputs. An op with a tensor argument is a CPU kernel (its
 // fake kernel, for torch.compile and meta tensors, is the package's: _fakes.py); one without is a
 // CompositeExplicitAutograd kernel. What is not a tensor op (string results, the package's
 // tooling: registry JSON, runs, Highway target pinning, fixture I/O) is torch.ops._dsv4cpu, so
@@ -220,6 +220,7 @@ class Call {
     if (const c10::IValue& v = arg("variant"); !v.isNone()) o.variant = v.toStringRef();
     o.check_finite = flag("check_finite");
     o.num_threads = threads_of(op(), integer_or_none("num_threads"));
+    o.fresh_outputs = flag("fresh_outputs");
     return o;
   }
 
@@ -373,7 +374,8 @@ struct BoundOp {
 };
 
 constexpr const char* kOptionArguments =
-    "*, str impl=\"best\", str? variant=None, bool check_finite=True, int? num_threads=None";
+    "*, str impl=\"best\", str? variant=None, bool check_finite=True, int? num_threads=None, "
+    "bool fresh_outputs=False";
 
 const std::vector<BoundOp>& bound_ops() {
   static const std::vector<BoundOp> table = {

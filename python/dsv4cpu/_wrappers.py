@@ -407,7 +407,10 @@ _OPTIONS = """
     (a registry name such as ``'ref'`` or ``'hwy'``, overriding ``impl``), ``check_finite``
     (bad-input.md §1.6: reject NaN/inf inputs, default True) and ``num_threads`` (the most
     threads the optimized variants use; None, the default: ``torch.get_num_threads()`` at the
-    call; 0: OpenMP's default). Results never depend on the variant's thread count."""
+    call; 0: OpenMP's default). Results never depend on the variant's thread count.
+    ``fresh_outputs`` (default False): the caller drops the outputs if the call raises, so the op
+    may check while it writes them (they then hold unspecified values after an error); the
+    wrapper sets it when it allocated every output of an op that writes nothing else."""
 
 
 def _binder(signature):
@@ -459,15 +462,23 @@ def _wrapper(op):
     bind, call = _binder(signature), _caller(operator, sch)
     written = [a.name for a in sch.arguments if is_written(a)]
     returns = [r.name for r in sch.returns]
+    # An op that writes only outputs the wrapper can allocate: when it allocated every one, no
+    # one else sees them, so the op may check while it writes them (Options::fresh_outputs).
+    private = "fresh_outputs" in signature.parameters and set(written) <= set(outputs)
 
     def wrapper(*args, **kwargs):
         arguments = bind(args, kwargs)
         too_large = []
+        fresh = private
         for name in outputs:
-            if arguments[name] is None:
-                arguments[name], fits = allocate(op, arguments, name)
-                if not fits:
-                    too_large.append(name)
+            if arguments[name] is not None:
+                fresh = False
+                continue
+            arguments[name], fits = allocate(op, arguments, name)
+            if not fits:
+                too_large.append(name)
+        if fresh:
+            arguments["fresh_outputs"] = True
         result = call(arguments)
         if too_large:  # the op accepted the placeholder: the shape alone is at fault
             name = too_large[0]

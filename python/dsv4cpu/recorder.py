@@ -22,7 +22,7 @@ from ._extension import FP8_ARGUMENTS, is_written, ops, schema
 from ._wrappers import RESULTS, SPECS
 
 #: Arguments of the dsv4cpu operators that select how, not what, to compute; never recorded.
-OPTION_NAMES = ("impl", "variant", "num_threads")
+OPTION_NAMES = ("impl", "variant", "num_threads", "fresh_outputs")
 
 
 def _names_of_results(op):

@@ -350,19 +350,17 @@ def runners(op, args):
     vllm = vllm_runner(op, {k: v for k, v in args.items() if k not in outputs})
 
     def dsv4(variant, selection):
-        # The default selection is called as an engine calls an op, positionally (the thread count
-        # is torch's, set for both sides); a forced variant needs the keyword `variant`, an
-        # unchecked call the keyword `check_finite`. Every run of an op of ALLOCATED_PER_CALL
-        # allocates its outputs on each call.
+        # Called as an engine calls an op: positionally, the thread count torch's (set for both
+        # sides). A forced variant needs the keyword `variant`, an unchecked call the keyword
+        # `check_finite`. Every run of an op of ALLOCATED_PER_CALL allocates its outputs on each
+        # call and says so with the keyword `fresh_outputs`, as the plugin's wrappers do.
         keywords = ({"variant": variant} if variant else
                     {"check_finite": False} if selection == "unchecked" else {})
         fresh = outputs if op in ALLOCATED_PER_CALL else ()
-        if keywords:
-            def keyword_call():
-                own(**{**args, **{k: torch.empty_like(args[k]) for k in fresh}}, **keywords)
-            return keyword_call
+        if fresh:
+            keywords["fresh_outputs"] = True
         values = positional(own, args)
-        if not fresh:
+        if not keywords:
             return functools.partial(own.default, *values)
         names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
         indices = [i for i, name in enumerate(names) if name in fresh]
@@ -371,7 +369,7 @@ def runners(op, args):
             given = list(values)
             for i in indices:
                 given[i] = torch.empty_like(given[i])
-            own.default(*given)
+            own.default(*given, **keywords)
         return call
     return vllm, {run: dsv4(run[0], run[3]) for run in dsv4cpu_runs(op)}
 
