@@ -1,5 +1,6 @@
 """Tests of parity.py's pure-Python parts (no vLLM, no torch): the Known findings table of
-docs/vllm-parity.md names existing fixtures, and case names map to `op/case`."""
+docs/vllm-parity.md names existing fixtures, case names map to `op/case`, and a crash is the
+fixture's only when a fresh worker dies on it."""
 import os
 import sys
 import tempfile
@@ -44,6 +45,40 @@ class KnownFindingsTest(unittest.TestCase):
                          "save_partial_states/bad_x")
         self.assertEqual(parity.case_id("topk_transform_512/c.safetensors"),
                          "topk_transform_512/c")
+
+
+class Scripted(parity.Worker):
+    """A worker whose answers are scripted: a crash leaves it without a process."""
+
+    def __init__(self, answers):
+        super().__init__()
+        self.answers, self.asked = list(answers), []
+
+    def judge(self, path):
+        status = self.answers.pop(0)
+        self.asked.append((path, self.process is None))
+        self.process = None if status == "CRASH" else object()
+        return status, path
+
+
+class JudgedTest(unittest.TestCase):
+    def test_a_crash_in_a_used_worker_is_asked_again_in_a_fresh_one(self):
+        w = Scripted(["PASS", "CRASH", "PASS"])
+        self.assertEqual(parity.judged(w, "a", False), ("PASS", "a"))
+        self.assertEqual(parity.judged(w, "b", False), ("PASS", "b"))
+        self.assertEqual(w.asked, [("a", True), ("b", False), ("b", True)])
+
+    def test_a_crash_in_a_fresh_worker_or_of_a_known_finding_stands(self):
+        w = Scripted(["CRASH"])
+        self.assertEqual(parity.judged(w, "a", False), ("CRASH", "a"))
+        w = Scripted(["FAIL", "CRASH"])
+        self.assertEqual(parity.judged(w, "a", True)[0], "FAIL")
+        self.assertEqual(parity.judged(w, "b", True), ("CRASH", "b"))
+        self.assertEqual(w.asked, [("a", True), ("b", False)])
+        w = Scripted(["PASS", "CRASH", "CRASH"])
+        parity.judged(w, "a", False)
+        self.assertEqual(parity.judged(w, "b", False), ("CRASH", "b"))
+        self.assertEqual(w.asked, [("a", True), ("b", False), ("b", True)])
 
 
 if __name__ == "__main__":
