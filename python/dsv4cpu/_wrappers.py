@@ -407,10 +407,11 @@ _OPTIONS = """
     (a registry name such as ``'ref'`` or ``'hwy'``, overriding ``impl``), ``check_finite``
     (bad-input.md §1.6: reject NaN/inf inputs, default True) and ``num_threads`` (the most
     threads the optimized variants use; None, the default: ``torch.get_num_threads()`` at the
-    call; 0: OpenMP's default). Results never depend on the variant's thread count.
-    ``fresh_outputs`` (default False): the caller drops the outputs if the call raises, so the op
-    may check while it writes them (they then hold unspecified values after an error); the
-    wrapper sets it when it allocated every output of an op that writes nothing else."""
+    call; 0: OpenMP's default). Results never depend on the variant's thread count."""
+
+_FRESH_OUTPUTS = """ ``fresh_outputs`` (default False): the caller drops the outputs if the call
+    raises, so the op may check while it writes them (they then hold unspecified values after an
+    error); the wrapper sets it when it allocated every output."""
 
 
 def _binder(signature):
@@ -506,6 +507,8 @@ def _wrapper(op):
     else:
         gives = "None"
     options = _OPTIONS if any(a.name == "num_threads" for a in sch.arguments) else ""
+    if "fresh_outputs" in signature.parameters:
+        options += _FRESH_OUTPUTS
     name = "torch.ops." + sch.name.replace("::", ".")
     wrapper.__doc__ = (f"{doc}\n\n    Returns {gives}. Outputs the wrapper allocates when not "
                        f"given (and the op requests them): {', '.join(outputs) or 'none'}."

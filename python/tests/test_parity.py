@@ -83,7 +83,7 @@ def test_thread_default_follows_torch(torch_threads):
     call; a count given is passed as is."""
     assert inspect.signature(dsv4cpu.slot_mapping).parameters["num_threads"].default is None
     assert [a.name for a in ops.slot_mapping.default._schema.arguments if a.kwarg_only] == [
-        "impl", "variant", "check_finite", "num_threads", "fresh_outputs"]
+        "impl", "variant", "check_finite", "num_threads"]
     for n in (1, 2, 3):
         torch.set_num_threads(n)
         assert tools._num_threads(None) == n
@@ -174,7 +174,7 @@ def test_extent_from_an_index_array():
 def test_docstrings_name_every_argument():
     """Each wrapper's docstring states every argument (its shape and dtype, or its type), and
     the options and the thread default where the op takes them."""
-    options = {"impl", "variant", "check_finite", "num_threads", "fresh_outputs"}
+    options = {"impl", "variant", "check_finite", "num_threads"}
     for name in SPECS:
         wrapper = getattr(dsv4cpu, name)
         doc = wrapper.__doc__

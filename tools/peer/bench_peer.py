@@ -353,11 +353,12 @@ def runners(op, args):
         # Called as an engine calls an op: positionally, the thread count torch's (set for both
         # sides). A forced variant needs the keyword `variant`, an unchecked call the keyword
         # `check_finite`. Every run of an op of ALLOCATED_PER_CALL allocates its outputs on each
-        # call and says so with the keyword `fresh_outputs`, as the plugin's wrappers do.
+        # call and says so with the keyword `fresh_outputs` where the op has it, as the plugin's
+        # wrappers do.
         keywords = ({"variant": variant} if variant else
                     {"check_finite": False} if selection == "unchecked" else {})
         fresh = outputs if op in ALLOCATED_PER_CALL else ()
-        if fresh:
+        if fresh and any(a.name == "fresh_outputs" for a in own.default._schema.arguments):
             keywords["fresh_outputs"] = True
         values = positional(own, args)
         if not keywords:
