@@ -361,7 +361,7 @@ def runners(op, args):
         if fresh and any(a.name == "fresh_outputs" for a in own.default._schema.arguments):
             keywords["fresh_outputs"] = True
         values = positional(own, args)
-        if not keywords:
+        if not keywords and not fresh:
             return functools.partial(own.default, *values)
         names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
         indices = [i for i, name in enumerate(names) if name in fresh]
