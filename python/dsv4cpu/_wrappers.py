@@ -411,7 +411,7 @@ _OPTIONS = """
 
 _FRESH_OUTPUTS = """ ``fresh_outputs`` (default False): the caller drops the outputs if the call
     raises, so the op may check while it writes them (they then hold unspecified values after an
-    error); the wrapper sets it when it allocated every output."""
+    error); the wrapper sets it when it allocated every output, unless it is given."""
 
 
 def _binder(signature):
@@ -478,7 +478,7 @@ def _wrapper(op):
             arguments[name], fits = allocate(op, arguments, name)
             if not fits:
                 too_large.append(name)
-        if fresh:
+        if fresh and "fresh_outputs" not in kwargs:
             arguments["fresh_outputs"] = True
         result = call(arguments)
         if too_large:  # the op accepted the placeholder: the shape alone is at fault

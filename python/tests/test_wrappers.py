@@ -128,6 +128,9 @@ def test_the_wrapper_says_when_it_allocated_every_output():
     with seen:
         dsv4cpu.inverse_gptj_rope_o_proj(o, positions, table, 4, out=torch.empty(2, 3, 8))
     assert seen.calls == {"inverse_gptj_rope_o_proj": False}
+    with seen:  # a value the caller gives stands
+        dsv4cpu.inverse_gptj_rope_o_proj(o, positions, table, 4, fresh_outputs=False)
+    assert seen.calls == {"inverse_gptj_rope_o_proj": False}
     with seen:
         dsv4cpu.save_partial_states(torch.randn(2, 128), torch.randn(2, 128), torch.randn(4, 128),
                                     torch.tensor([0, 1]), torch.zeros(2, 4, 256),
