@@ -275,7 +275,6 @@ HWY_INLINE bool RopePairsWithLanes(const float* HWY_RESTRICT cd, const float* HW
   bool finite = true;
 #if HWY_TARGET != HWY_SCALAR
   const DF d;
-  const DU du;
   const size_t N = hn::Lanes(d);
   FlagsI m = NoFlags();  // kWatch: FlagNonFinite of the values written
   for (; i + N <= 2 * n; i += N) {
