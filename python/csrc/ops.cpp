@@ -2,12 +2,13 @@
 // by their schema names and calls the library. Arguments keep the specification's names and
 // order; outputs and in-place buffers are arguments (Tensor(a!)), results the op returns by value
 // are named returns, and every op with Options takes the keyword-only arguments
-// impl, variant, check_finite and num_threads (and fresh_outputs, the ops that use it). An op with a tensor argument is a CPU kernel (its
-// fake kernel, for torch.compile and meta tensors, is the package's: _fakes.py); one without is a
-// CompositeExplicitAutograd kernel. What is not a tensor op (string results, the package's
-// tooling: registry JSON, runs, Highway target pinning, fixture I/O) is torch.ops._dsv4cpu, so
-// that every op of torch.ops.dsv4cpu can be traced and passes torch.library.opcheck; the size
-// helpers and the version are plain C functions (extern "C" below) read through ctypes.
+// impl, variant, check_finite and num_threads (and fresh_outputs, the ops that use it). An op with
+// a tensor argument is a CPU kernel (its fake kernel, for torch.compile and meta tensors, is the
+// package's: _fakes.py); one without is a CompositeExplicitAutograd kernel. What is not a tensor
+// op (string results, the package's tooling: registry JSON, runs, Highway target pinning, fixture
+// I/O) is torch.ops._dsv4cpu, so that every op of torch.ops.dsv4cpu can be traced and passes
+// torch.library.opcheck; the size helpers and the version are plain C functions (extern "C"
+// below) read through ctypes.
 #include <ATen/FunctionalTensorWrapper.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -323,6 +323,21 @@ def positional(function, arguments):
 VLLM_FRESH = {"sparse_mla_attention": (0,)}
 
 
+def fresh_call(function, values, fresh, keywords=None):
+    """``function(*values, **keywords)`` as a call of no arguments, the values at the positions
+    ``fresh`` allocated anew (``torch.empty_like``) on every call."""
+    keywords = keywords or {}
+    if not fresh and not keywords:
+        return functools.partial(function, *values)
+
+    def call():
+        given = list(values)
+        for i in fresh:
+            given[i] = torch.empty_like(given[i])
+        function(*given, **keywords)
+    return call
+
+
 def vllm_runner(op, arguments):
     """vLLM's operator called as vLLM's model runner calls it: positionally, on the arguments its
     adapter (vllm_adapters.py) makes of dsv4cpu's once (int64 indices, contiguous tensors, the
@@ -331,16 +346,7 @@ def vllm_runner(op, arguments):
     vllm_adapters.ADAPTERS[op](lambda *a: captured.append(list(a)), arguments, None)
     (given,) = captured
     kernel = getattr(vllm_kernels.FUNCTIONS[op], "default", vllm_kernels.FUNCTIONS[op])
-    fresh = VLLM_FRESH.get(op, ())
-    if not fresh:
-        return functools.partial(kernel, *given)
-
-    def call():
-        values = list(given)
-        for i in fresh:
-            values[i] = torch.empty_like(values[i])
-        kernel(*values)
-    return call
+    return fresh_call(kernel, given, VLLM_FRESH.get(op, ()))
 
 
 def runners(op, args):
@@ -360,18 +366,9 @@ def runners(op, args):
         fresh = outputs if op in ALLOCATED_PER_CALL else ()
         if fresh and any(a.name == "fresh_outputs" for a in own.default._schema.arguments):
             keywords["fresh_outputs"] = True
-        values = positional(own, args)
-        if not keywords and not fresh:
-            return functools.partial(own.default, *values)
         names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
-        indices = [i for i, name in enumerate(names) if name in fresh]
-
-        def call():
-            given = list(values)
-            for i in indices:
-                given[i] = torch.empty_like(given[i])
-            own.default(*given, **keywords)
-        return call
+        return fresh_call(own.default, positional(own, args),
+                          [i for i, name in enumerate(names) if name in fresh], keywords)
     return vllm, {run: dsv4(run[0], run[3]) for run in dsv4cpu_runs(op)}
 
 

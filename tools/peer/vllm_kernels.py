@@ -7,7 +7,6 @@ import os
 
 import torch
 
-import vllm_adapters
 from vllm_adapters import VLLM_OPS
 
 
@@ -38,8 +37,3 @@ def _load_map_local_to_global_slots():
 #: dsv4cpu op -> vLLM's function (a torch operator, or vLLM's Python function).
 FUNCTIONS = {op: getattr(torch.ops._C, name) for op, name in VLLM_OPS.items()}
 FUNCTIONS["map_local_to_global_slots"] = _load_map_local_to_global_slots()
-
-
-def call(op, arguments):
-    """vLLM's kernel for ``op`` on dsv4cpu's arguments; its results by name."""
-    return vllm_adapters.ADAPTERS[op](FUNCTIONS[op], arguments, None)
