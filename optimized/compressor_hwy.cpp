@@ -29,12 +29,15 @@ namespace dsv4cpu::detail::opt::HWY_NAMESPACE {
 
 // compressor.md §3.3 for tokens [t0, t1): kv bit copy, RN(score + ape). `stream`: non-temporal
 // stores where the row is aligned (rows far larger than the caches, read by a later call).
-void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream) {
+// `last_first`: the tokens in descending order (the slots are distinct, so the order is not seen).
+void SaveRows(const SavePartialStatesArgs& a, int64_t t0, int64_t t1, bool stream,
+              bool last_first) {
   const DF d;
   const size_t N = hn::Lanes(d);
   const IndexReader pos(a.positions), slot(a.slot_mapping);
   const size_t SW = static_cast<size_t>(a.SW);
-  for (int64_t t = t0; t < t1; ++t) {
+  for (int64_t k = t0; k < t1; ++k) {
+    const int64_t t = last_first ? t0 + t1 - 1 - k : k;
     const int64_t g = slot(t);
     if (g < 0) continue;
     const float* kv = a.kv.ptr<const float>() + t * a.kv.stride(0);
@@ -416,9 +419,13 @@ const CompressorKernel& hwy_compressor_kernel() { return kHwyKernel; }
 void save_partial_states(const SavePartialStatesArgs& a, const RunContext& ctx) {
   const auto rows = HWY_DYNAMIC_DISPATCH(SaveRows);
   const bool stream = a.N * a.SW * 8 >= thresholds().stream_bytes;
+  // Small calls copy last token first: validation's finiteness pass (api/save_partial_states.cpp)
+  // read the rows in order, so the last ones are still in L1.
+  const bool last_first = a.N * a.SW * 8 < thresholds().in_order_copy_bytes;
   const int threads =
       threads_for(ctx.num_threads, a.N * a.SW * 16, thresholds().min_copy_bytes_per_thread);
-  parallel_ranges(a.N, threads, [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream); });
+  parallel_ranges(a.N, threads,
+                  [&](int64_t t0, int64_t t1) { rows(a, t0, t1, stream, last_first); });
 }
 
 void map_slot_rows(const MapLocalToGlobalSlotsArgs& a, int64_t n0, int64_t n1, bool stream,
