@@ -1,5 +1,6 @@
-// What the two translation units of the PyTorch extension share: the one conversion between torch
-// tensors and dsv4cpu arrays, and the one translation of dsv4cpu::Error for Python.
+// What the translation units of the PyTorch extension share: the one conversion between torch
+// tensors and dsv4cpu arrays, the one translation of dsv4cpu::Error for Python, and the native
+// vLLM kernels' entry points.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -33,5 +34,15 @@ Impl parse_impl(const std::string& op, const std::string& text);
 // "[dsv4cpu.<Kind>] <JSON of op, argument, index, value>" from which the dsv4cpu package rebuilds
 // the typed exception.
 [[noreturn]] void raise_for_python(const Error& e);
+// The message raise_for_python gives `e`.
+std::string python_message(const Error& e);
+
+// vLLM's operators served by C++ kernels (python/csrc/vllm.cpp), for the dsv4cpu.vllm plugin:
+// their names (JSON list); serve one (registers the kernel on torch.ops._C.<name>; false for a
+// name not served natively); drop every such registration; the calls served per name (JSON).
+std::string vllm_natives_json();
+bool vllm_serve(const std::string& name);
+void vllm_unserve();
+std::string vllm_counts_json();
 
 }  // namespace dsv4cpu::python

@@ -102,14 +102,17 @@ Impl parse_impl(const std::string& op, const std::string& text) {
 
 // ---- errors ----
 
-void raise_for_python(const Error& e) {
+std::string python_message(const Error& e) {
   const nlohmann::json fields = {{"op", e.op()},
                                  {"argument", e.argument()},
                                  {"index", e.index()},
                                  {"value", e.value()}};
-  const std::string message =
-      std::string(e.what()) + "\n[dsv4cpu." + e.kind() + "] " +
-      fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return std::string(e.what()) + "\n[dsv4cpu." + e.kind() + "] " +
+         fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void raise_for_python(const Error& e) {
+  const std::string message = python_message(e);
   // torch's own classes: every torch (1.13 to 2.15) raises them as IndexError and ValueError.
   const c10::SourceLocation where{__func__, __FILE__, static_cast<uint32_t>(__LINE__)};
   if (dynamic_cast<const IndexError*>(&e) != nullptr) throw c10::IndexError(where, message);
@@ -679,6 +682,11 @@ const std::vector<BoundOp>& tool_ops() {
       {"_bindings", "", "str", false, {}, [](Call& c) { c.give(bindings_json()); }},
       {"_num_threads", "int? num_threads", "int", false, {},
        [](Call& c) { c.give(threads_of(c.op(), c.integer_or_none("num_threads"))); }},
+      {"_vllm_natives", "", "str", false, {}, [](Call& c) { c.give(vllm_natives_json()); }},
+      {"_vllm_serve", "str name", "bool", false, {},
+       [](Call& c) { c.give(vllm_serve(c.text("name"))); }},
+      {"_vllm_unserve", "", "()", false, {}, [](Call&) { vllm_unserve(); }},
+      {"_vllm_counts", "", "str", false, {}, [](Call& c) { c.give(vllm_counts_json()); }},
   };
   return table;
 }
@@ -869,6 +877,9 @@ TORCH_LIBRARY(_dsv4cpu, m) {
   using namespace dsv4cpu::python;
   for (const BoundOp& op : tool_ops())
     m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA), kernel_of(op));
+  // Raises the typed dsv4cpu error of a message of raise_for_python's form: its kernel is the
+  // package's Python (dsv4cpu.vllm), called by the kernels of python/csrc/vllm.cpp.
+  m.def("_raise_error(str message) -> ()");
   for (const auto& [name, schema] : twins()) {
     m.def(torch::schema(schema.c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
     m.impl(name.c_str(), torch::dispatch(c10::DispatchKey::CPU,

@@ -15,6 +15,11 @@ indexer compressor's clamp-amax rule (``scale_clamp``), the heap order of its to
 input raises dsv4cpu's typed errors (:mod:`dsv4cpu.errors`) to vLLM's caller, before anything is
 written.
 
+Three of them (:data:`NATIVE`: ``save_partial_states_cpu``, ``fused_indexer_q_rope_quant_cpu``,
+``inverse_gptj_rope_o_proj_cpu``, whose arguments the op takes as they are) are served by C++
+kernels of dsv4cpu's extension, with no Python on the call's path: a call costs what vLLM's own
+kernel's dispatch costs. The others go through a Python kernel, which adapts their arguments.
+
 An operator stays vLLM's when this process has no such operator (vLLM's kernels come only with
 its AVX-512-BF16 build), when its schema is not the one in :data:`OPS` (another vLLM version), or
 when this dsv4cpu build lacks the op. With a torch that can call a replaced kernel
@@ -23,14 +28,17 @@ pass through the plugin to vLLM's kernel and are counted (:func:`counts`). vLLM'
 processes of their own: the worker extension :class:`WorkerCounts` reports their counts
 (:func:`engine_counts`).
 """
+import builtins
 import collections
+import json
 import logging
 import os
 import warnings
 
 import torch
 
-from ._extension import FP8_ARGUMENTS
+from . import errors
+from ._extension import FP8_ARGUMENTS, tools
 from ._wrappers import WRAPPERS
 
 #: The torch namespace of vLLM's extension.
@@ -199,11 +207,31 @@ OPS = {
         "int rope_dim) -> Tensor", _inverse_gptj_rope_o_proj),
 }
 
+#: vLLM's operators served by C++ kernels of the extension (python/csrc/vllm.cpp).
+NATIVE = frozenset(json.loads(tools._vllm_natives()))
+
 _log = logging.getLogger(__name__)
 _library = None
 _served = set()
 _passed = set()
 _counts = collections.defaultdict(lambda: {"dsv4cpu": 0, "vllm": 0})
+#: The native kernels' counts (they count from the start of the process) at the last reset.
+_native_base = collections.Counter()
+
+
+def _raise_error(message):
+    """The kernel of ``_dsv4cpu::_raise_error``: a native kernel's bad input, raised as the typed
+    dsv4cpu error (its message ends with raise_for_python's marker line)."""
+    raise errors.from_exception(builtins.ValueError(message)) or RuntimeError(message)
+
+
+#: Registers the Python kernel the native kernels raise their errors through, while it lives.
+_errors_library = torch.library.Library("_dsv4cpu", "IMPL")
+_errors_library.impl("_raise_error", _raise_error, "CompositeExplicitAutograd")
+
+
+def _native_counts():
+    return json.loads(tools._vllm_counts())
 
 
 def implemented(name):
@@ -290,7 +318,10 @@ def install(ops=None):
             if not vllms(name):
                 continue
             if name in chosen and implemented(name):
-                library.impl(name, _serving(name), "CPU")
+                if name in NATIVE:
+                    tools._vllm_serve(name)
+                else:
+                    library.impl(name, _serving(name), "CPU")
                 _served.add(name)
             elif capture is not None:
                 library.impl(name, _passing(name, capture(f"{NAMESPACE}::{name}", "CPU")), "CPU")
@@ -310,6 +341,7 @@ def uninstall():
     library, _library = _library, None
     _served.clear()
     _passed.clear()
+    tools._vllm_unserve()
     destroy = getattr(library, "_destroy", None)
     if destroy is not None:
         destroy()
@@ -326,7 +358,8 @@ def counts():
     :func:`reset_counts`): ``{"dsv4cpu": n, "vllm": m}``, where ``m`` counts calls passed through
     to vLLM's kernel; ``"vllm"`` is None for an operator whose calls the plugin does not see now
     (not installed, or left untouched)."""
-    return {name: {"dsv4cpu": _counts[name]["dsv4cpu"],
+    native = _native_counts()
+    return {name: {"dsv4cpu": _counts[name]["dsv4cpu"] + native.get(name, 0) - _native_base[name],
                    "vllm": _counts[name]["vllm"] if name in _passed or _counts[name]["vllm"]
                    else None}
             for name in OPS}
@@ -335,6 +368,8 @@ def counts():
 def reset_counts():
     """Sets every count to zero."""
     _counts.clear()
+    _native_base.clear()
+    _native_base.update(_native_counts())
 
 
 class WorkerCounts:

@@ -7,6 +7,7 @@ bytes equal dsv4cpu's own op at vLLM's option values, and bad input raises dsv4c
 import collections
 import importlib
 import importlib.metadata
+import json
 import os
 import sys
 
@@ -15,7 +16,7 @@ import torch
 
 import dsv4cpu
 from dsv4cpu import conformance, fixtures, vllm
-from dsv4cpu._extension import ops
+from dsv4cpu._extension import ops, tools
 
 from support import FIXTURES, ROOT, fixture_files
 
@@ -172,6 +173,30 @@ def test_install_is_idempotent_and_uninstall_restores(installed):
     through_vllm(first_case(name))
     assert (STAND_IN_CALLS[name], vllm.counts()[name]["dsv4cpu"]) == (stand_in + 1, before + 1)
     assert vllm.install() == installed
+
+
+def test_native_operators_run_the_extensions_kernels_and_reset_counts(installed):
+    """The operators of NATIVE are served by C++ kernels (their counter is the extension's, the
+    Python kernel never runs); the others by the plugin's Python kernel. reset_counts zeroes
+    both kinds."""
+    assert vllm.NATIVE == {"save_partial_states_cpu", "fused_indexer_q_rope_quant_cpu",
+                           "inverse_gptj_rope_o_proj_cpu"}
+    for name in sorted(vllm.OPS):
+        if name not in installed:
+            continue
+        native, python = json.loads(tools._vllm_counts()), vllm._counts[name]["dsv4cpu"]
+        through_vllm(first_case(name))
+        after = json.loads(tools._vllm_counts())
+        if name in vllm.NATIVE:
+            assert (after[name], vllm._counts[name]["dsv4cpu"]) == (native[name] + 1, python)
+        else:
+            assert vllm._counts[name]["dsv4cpu"] == python + 1
+            assert after == native
+    vllm.reset_counts()
+    assert all(c["dsv4cpu"] == 0 for c in vllm.counts().values())
+    name = "inverse_gptj_rope_o_proj_cpu"
+    through_vllm(first_case(name))
+    assert vllm.counts()[name]["dsv4cpu"] == 1
 
 
 def test_ops_not_chosen_stay_vllms_and_are_counted_where_torch_passes_them_on():

@@ -412,7 +412,10 @@ class DashboardTest(unittest.TestCase):
                              "selection": "forced", "target": "AVX3"},
                             {"op": "op_b", "shape": "s2", "threads": 1, "vllm_s": 4e-3,
                              "dsv4cpu_s": 8e-4, "ratio": 5.0, "variant": "amx",
-                             "selection": "unchecked", "target": "AMX_BF16"}]}
+                             "selection": "unchecked", "target": "AMX_BF16"},
+                            {"op": "op_b", "shape": "s2", "threads": 1, "vllm_s": 4e-3,
+                             "dsv4cpu_s": 2e-3, "ratio": 2.0, "variant": "amx",
+                             "selection": "plugin", "target": "AMX_BF16"}]}
         with tempfile.TemporaryDirectory() as d:
             result, vs, out = (os.path.join(d, n) for n in ("r.json", "vs.json", "report.html"))
             with open(result, "w") as f:
@@ -439,6 +442,8 @@ class DashboardTest(unittest.TestCase):
             self.assertIn("<td>0.80x</td>", page)
             # the default selection with check_finite=False, marked as such
             self.assertIn("<td>op_b/s2</td><td>unchecked: amx (AMX_BF16)</td><td>1</td>", page)
+            # vLLM's own call served by the plugin, marked as such
+            self.assertIn("<td>op_b/s2</td><td>plugin: amx (AMX_BF16)</td><td>1</td>", page)
             with open(vs, "w") as f:
                 json.dump({**peer, "schema": "other"}, f)
             rc, text = run(DASHBOARD, result, "--vllm", vs, "-o", out)

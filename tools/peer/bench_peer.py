@@ -9,9 +9,12 @@ as its "vs vLLM" section.
 
 The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster), per dsv4cpu run.
 Both run in this process on torch's thread pool size (vLLM: at::parallel_for; dsv4cpu:
-``num_threads`` None) and are called positionally, as an engine calls them.
+``num_threads`` None) and are called positionally, as an engine calls them. For the operators the
+vLLM plugin serves with C++ kernels (``dsv4cpu.vllm.NATIVE``), one more run ("plugin") calls
+vLLM's own operator with the plugin installed: the path of a vLLM engine with dsv4cpu switched on.
 """
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -26,6 +29,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import dsv4cpu  # noqa: E402
+from dsv4cpu import vllm as plugin  # noqa: E402
 from dsv4cpu._extension import FP8_ARGUMENTS, ops, tools  # noqa: E402
 import vllm_kernels  # noqa: E402
 import vllm_adapters  # noqa: E402
@@ -303,6 +307,8 @@ def dsv4cpu_runs(op):
     runs = [(None, default, target.get(default, ""), "default")]
     if op in UNCHECKED_ROWS:
         runs.append((None, default, target.get(default, ""), "unchecked"))
+    if vllm_adapters.VLLM_OPS[op] in plugin.NATIVE:
+        runs.append((None, default, target.get(default, ""), "plugin"))
     if len(listed) > 1:
         runs += [(v["name"], v["name"], v["target"], "forced") for v in listed]
     return runs
@@ -349,13 +355,27 @@ def vllm_runner(op, arguments):
     return fresh_call(kernel, given, VLLM_FRESH.get(op, ()))
 
 
+@contextlib.contextmanager
+def plugin_installed(op):
+    """vLLM's operator of ``op`` served by the dsv4cpu plugin while the block runs."""
+    plugin.uninstall()
+    plugin.install([vllm_adapters.VLLM_OPS[op]])
+    try:
+        yield
+    finally:
+        plugin.uninstall()
+
+
 def runners(op, args):
-    """The calls on the same inputs: vLLM's kernel (vllm_runner) and one per dsv4cpu run."""
+    """The calls on the same inputs: vLLM's kernel (vllm_runner) and one per dsv4cpu run, each
+    with the context its samples run in (the plugin's run: installed)."""
     own = getattr(ops, op)
     outputs = OUTPUTS.get(op, ())
     vllm = vllm_runner(op, {k: v for k, v in args.items() if k not in outputs})
 
     def dsv4(variant, selection):
+        if selection == "plugin":  # vLLM's own call, served by dsv4cpu
+            return vllm, functools.partial(plugin_installed, op)
         # Called as an engine calls an op: positionally, the thread count torch's (set for both
         # sides). A forced variant needs the keyword `variant`, an unchecked call the keyword
         # `check_finite`. Every run of an op of ALLOCATED_PER_CALL allocates its outputs on each
@@ -368,7 +388,8 @@ def runners(op, args):
             keywords["fresh_outputs"] = True
         names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
         return fresh_call(own.default, positional(own, args),
-                          [i for i, name in enumerate(names) if name in fresh], keywords)
+                          [i for i, name in enumerate(names) if name in fresh],
+                          keywords), contextlib.nullcontext
     return vllm, {run: dsv4(run[0], run[3]) for run in dsv4cpu_runs(op)}
 
 
@@ -425,10 +446,11 @@ def main(argv=None):
             times = {"vllm": [], **{run: [] for run in own}}
             for _ in range(args.repetitions):  # interleaved: vLLM, each dsv4cpu run, vLLM, ...
                 times["vllm"].append(sample(vllm, args.seconds))
-                for run, fn in own.items():
-                    times[run].append(sample(fn, args.seconds))
+                for run, (fn, context) in own.items():
+                    with context():
+                        times[run].append(sample(fn, args.seconds))
             v = statistics.median(times["vllm"])
-            for (variant, name, target, selection), fn in own.items():
+            for variant, name, target, selection in own:
                 d = statistics.median(times[(variant, name, target, selection)])
                 results.append({"op": op, "shape": shape, "threads": n, "vllm_s": v,
                                 "dsv4cpu_s": d, "ratio": v / d, "variant": name,

@@ -1,0 +1,188 @@
+// vLLM's operators served without Python on the call's path, for the dsv4cpu.vllm plugin
+// (python/dsv4cpu/vllm.py): a C++ kernel registered on vLLM's own operator (torch.ops._C.<name>,
+// CPU) reads vLLM's arguments from the stack, calls the library at vLLM's option values and leaves
+// vLLM's results. An engine's call then costs torch's dispatch and the library's work, as vLLM's
+// own kernel does, where a Python kernel adds its interpreter, the wrapper's binding and a second
+// dispatch (docs/vllm.md, "How"). The plugin serves the other vLLM operators in Python: their
+// arguments need more adapting (compact state copies, allocated outputs of data-dependent shape).
+//
+// Bad input raises the typed dsv4cpu error, as the Python path does: the kernel hands the message
+// to _dsv4cpu::_raise_error, whose kernel is the package's Python (registered by the plugin),
+// and the Python exception it raises goes through torch to vLLM's caller unchanged.
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "dsv4cpu/dsv4cpu.hpp"
+#include "python/csrc/binding.hpp"
+
+namespace dsv4cpu::python {
+namespace {
+
+// What the vLLM operator name's call reads: the stack's arguments in vLLM's schema order.
+using Args = c10::ArrayRef<c10::IValue>;
+
+// The dsv4cpu view of a tensor argument, named as the dsv4cpu op names it (errors match the op's).
+MutableTensorView view(const c10::IValue& v, const std::string& op, const char* name,
+                       bool fp8 = false) {
+  return view_of(v.toTensor(), fp8, op, name);
+}
+
+// vLLM's option values for the ops served here: the defaults, on torch's intra-op thread count.
+Options vllm_options() {
+  Options o;
+  o.num_threads = at::get_num_threads();
+  return o;
+}
+
+// save_partial_states_cpu(Tensor kv, Tensor score, Tensor ape, Tensor positions,
+//                         Tensor(a!) state_cache, Tensor slot_mapping) -> ()
+void serve_save_partial_states(Args a, torch::jit::Stack&) {
+  static const std::string op = "save_partial_states";
+  const TensorView kv = view(a[0], op, "kv"), score = view(a[1], op, "score"),
+                   ape = view(a[2], op, "ape"), positions = view(a[3], op, "positions");
+  const MutableTensorView state_cache = view(a[4], op, "state_cache");
+  save_partial_states(kv, score, ape, positions, state_cache, view(a[5], op, "slot_mapping"),
+                      vllm_options());
+}
+
+// fused_indexer_q_rope_quant_cpu(Tensor positions, Tensor index_q,
+//     Tensor index_q_cos_sin_cache, Tensor(a!) index_q_fp8, Tensor index_weights,
+//     float index_weights_softmax_scale, float index_weights_head_scale,
+//     Tensor(b!) index_weights_out) -> ()
+// The views in the dsv4cpu op's argument order, so that the same argument is reported first.
+void serve_fused_indexer_q_rope_quant(Args a, torch::jit::Stack&) {
+  static const std::string op = "fused_indexer_q_rope_quant";
+  const TensorView q = view(a[1], op, "q"), weights = view(a[4], op, "weights"),
+                   positions = view(a[0], op, "positions"),
+                   cos_sin_cache = view(a[2], op, "cos_sin_cache");
+  const MutableTensorView q_fp8 = view(a[3], op, "q_fp8", true);
+  fused_indexer_q_rope_quant(q, weights, positions, cos_sin_cache,
+                             static_cast<float>(a[5].toDouble()),
+                             static_cast<float>(a[6].toDouble()), q_fp8,
+                             view(a[7], op, "weights_out"), vllm_options());
+}
+
+// inverse_gptj_rope_o_proj_cpu(Tensor o, Tensor positions, Tensor cos_sin_cache,
+//                              int rope_dim) -> Tensor
+// out (float32, o's shape) is allocated here and returned: nobody else sees it before the call
+// returns, so the op checks while it writes it (Options::fresh_outputs).
+void serve_inverse_gptj_rope_o_proj(Args a, torch::jit::Stack& results) {
+  static const std::string op = "inverse_gptj_rope_o_proj";
+  const at::Tensor& o_tensor = a[0].toTensor();
+  const TensorView o = view(a[0], op, "o"), positions = view(a[1], op, "positions"),
+                   cos_sin_cache = view(a[2], op, "cos_sin_cache");
+  at::Tensor out = at::empty(o_tensor.sizes(), o_tensor.options().dtype(at::kFloat));
+  Options options = vllm_options();
+  options.fresh_outputs = true;
+  inverse_gptj_rope_o_proj(o, positions, cos_sin_cache, a[3].toInt(),
+                           view_of(out, false, op, "out"), options);
+  results.emplace_back(std::move(out));
+}
+
+struct NativeOp {
+  const char* name;  // vLLM's operator
+  size_t arguments;  // in vLLM's schema
+  void (*serve)(Args, torch::jit::Stack&);
+};
+
+constexpr NativeOp kNativeOps[] = {
+    {"save_partial_states_cpu", 6, &serve_save_partial_states},
+    {"fused_indexer_q_rope_quant_cpu", 8, &serve_fused_indexer_q_rope_quant},
+    {"inverse_gptj_rope_o_proj_cpu", 4, &serve_inverse_gptj_rope_o_proj},
+};
+constexpr size_t kNativeCount = sizeof(kNativeOps) / sizeof(kNativeOps[0]);
+
+// Calls served per native op since the process started.
+std::atomic<int64_t> g_served[kNativeCount];
+
+// Raises `e` as the typed dsv4cpu error through the package's _dsv4cpu::_raise_error; without a
+// kernel for it (the plugin not imported), as raise_for_python does.
+[[noreturn]] void raise_typed(const Error& e) {
+  static const c10::OperatorHandle handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow("_dsv4cpu::_raise_error", "");
+  torch::jit::Stack stack{c10::IValue(python_message(e))};
+  try {
+    handle.callBoxed(&stack);
+  } catch (const c10::NotImplementedError&) {
+  }
+  raise_for_python(e);
+}
+
+class NativeKernel final : public c10::OperatorKernel {
+ public:
+  explicit NativeKernel(size_t index) : index_(index) {}
+
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) const {
+    const NativeOp& op = kNativeOps[index_];
+    g_served[index_].fetch_add(1, std::memory_order_relaxed);
+    torch::jit::Stack results;
+    try {
+      op.serve(torch::jit::last(*stack, op.arguments), results);
+    } catch (const Error& e) {
+      raise_typed(e);
+    }
+    torch::jit::drop(*stack, op.arguments);
+    for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
+  }
+
+ private:
+  size_t index_;
+};
+
+// The registrations in force, by vLLM operator: dropping one restores the kernel it replaced.
+std::mutex g_mutex;
+std::map<std::string, std::unique_ptr<torch::Library>>& registrations() {
+  static std::map<std::string, std::unique_ptr<torch::Library>> map;
+  return map;
+}
+
+size_t native_index(const std::string& name) {
+  for (size_t i = 0; i < kNativeCount; ++i)
+    if (name == kNativeOps[i].name) return i;
+  return kNativeCount;
+}
+
+}  // namespace
+
+std::string vllm_natives_json() {
+  nlohmann::json names = nlohmann::json::array();
+  for (const NativeOp& op : kNativeOps) names.push_back(op.name);
+  return names.dump();
+}
+
+bool vllm_serve(const std::string& name) {
+  const size_t i = native_index(name);
+  if (i == kNativeCount) return false;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  auto& slot = registrations()[name];
+  if (slot) return true;
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "_C",
+                                                  c10::DispatchKey::CPU, __FILE__, __LINE__);
+  library->impl(kNativeOps[i].name,
+                torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(i)));
+  slot = std::move(library);
+  return true;
+}
+
+void vllm_unserve() {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  registrations().clear();
+}
+
+std::string vllm_counts_json() {
+  nlohmann::json counts = nlohmann::json::object();
+  for (size_t i = 0; i < kNativeCount; ++i)
+    counts[kNativeOps[i].name] = g_served[i].load(std::memory_order_relaxed);
+  return counts.dump();
+}
+
+}  // namespace dsv4cpu::python
