@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -44,7 +45,11 @@ def worker():
 
 
 class Worker:
-    """A worker process; restarted after a crash."""
+    """A worker process; restarted after a crash. A fixture that takes more than ``seconds``
+    kills it: on some known findings' out-of-bounds indices vLLM's kernel loops instead of
+    crashing (the largest fixture takes a few seconds)."""
+
+    seconds = 300
 
     def __init__(self):
         self.process = None
@@ -63,16 +68,21 @@ class Worker:
         try:
             self.process.stdin.write(json.dumps({"path": os.path.abspath(path)}) + "\n")
             self.process.stdin.flush()
-            line = self.process.stdout.readline()
+            answered = select.select([self.process.stdout], [], [], self.seconds)[0]
+            line = self.process.stdout.readline() if answered else ""
         except BrokenPipeError:
-            line = ""
+            answered, line = True, ""
         if line:
             answer = json.loads(line)
             return answer["status"], answer["detail"]
+        if not answered:
+            self.process.kill()
         code = self.process.wait()
         self.stderr.seek(0)
         tail = [t for t in self.stderr.read().splitlines() if t.strip()]
         self.process = None
+        if not answered:
+            return "CRASH", f"the kernel did not return within {self.seconds} s (process killed)"
         how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
         return "CRASH", f"the kernel killed the process ({how})" + (f": {tail[-1]}" if tail else "")
 

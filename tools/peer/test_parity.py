@@ -2,6 +2,7 @@
 docs/vllm-parity.md names existing fixtures, case names map to `op/case`, and a crash is the
 fixture's only when a fresh worker dies on it."""
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -83,3 +84,24 @@ class JudgedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Stalling(parity.Worker):
+    """A real worker process that reads its request and never answers."""
+
+    seconds = 1
+
+    def start(self):
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "import sys, time; sys.stdin.readline(); time.sleep(600)"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+
+
+class TimeoutTest(unittest.TestCase):
+    def test_a_fixture_that_does_not_return_kills_its_worker(self):
+        w = Stalling()
+        status, detail = w.judge("a")
+        self.assertEqual(status, "CRASH")
+        self.assertIn("did not return within 1 s", detail)
+        self.assertIsNone(w.process)
