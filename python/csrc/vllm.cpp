@@ -12,7 +12,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
 #include <torch/library.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <map>
@@ -139,11 +141,28 @@ class NativeKernel final : public c10::OperatorKernel {
 };
 
 // The registrations in force, by vLLM operator: dropping one restores the kernel it replaced.
+// Never destroyed: at exit the dispatcher may be gone before it.
 std::mutex g_mutex;
 std::map<std::string, std::unique_ptr<torch::Library>>& registrations() {
-  static std::map<std::string, std::unique_ptr<torch::Library>> map;
-  return map;
+  static auto* map = new std::map<std::string, std::unique_ptr<torch::Library>>;
+  return *map;
 }
+
+// Drops torch's warning that a kernel replaces vLLM's: replacing it is the point (the Python
+// kernels' registrations filter the same warning, docs/vllm.md).
+class Silent final : public c10::WarningHandler {
+ public:
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning&) override {}
+#else
+  void process(const c10::SourceLocation&, const std::string&, const bool) override {}
+#endif
+};
+#if TORCH_VERSION_MAJOR >= 2
+using WarningGuard = c10::WarningUtils::WarningHandlerGuard;
+#else
+using WarningGuard = c10::Warning::WarningHandlerGuard;
+#endif
 
 size_t native_index(const std::string& name) {
   for (size_t i = 0; i < kNativeCount; ++i)
@@ -165,6 +184,8 @@ bool vllm_serve(const std::string& name) {
   const std::lock_guard<std::mutex> lock(g_mutex);
   auto& slot = registrations()[name];
   if (slot) return true;
+  Silent silent;
+  const WarningGuard quiet(&silent);
   auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "_C",
                                                   c10::DispatchKey::CPU, __FILE__, __LINE__);
   library->impl(kNativeOps[i].name,
