@@ -9,9 +9,10 @@ as its "vs vLLM" section.
 
 The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster), per dsv4cpu run.
 Both run in this process on torch's thread pool size (vLLM: at::parallel_for; dsv4cpu:
-``num_threads`` None) and are called positionally, as an engine calls them. For the operators the
-vLLM plugin serves with C++ kernels (``dsv4cpu.vllm.NATIVE``), one more run ("plugin") calls
-vLLM's own operator with the plugin installed: the path of a vLLM engine with dsv4cpu switched on.
+``num_threads`` None) and are called positionally, as an engine calls them. One more run
+("plugin") calls vLLM's own operator with the vLLM plugin installed for it: the path of a vLLM
+engine with dsv4cpu switched on (C++ kernels for ``dsv4cpu.vllm.NATIVE``, Python kernels for the
+other operators).
 """
 import argparse
 import contextlib
@@ -307,7 +308,7 @@ def dsv4cpu_runs(op):
     runs = [(None, default, target.get(default, ""), "default")]
     if op in UNCHECKED_ROWS:
         runs.append((None, default, target.get(default, ""), "unchecked"))
-    if vllm_adapters.VLLM_OPS[op] in plugin.NATIVE:
+    if vllm_adapters.VLLM_OPS[op] in plugin.OPS:
         runs.append((None, default, target.get(default, ""), "plugin"))
     if len(listed) > 1:
         runs += [(v["name"], v["name"], v["target"], "forced") for v in listed]
