@@ -3,15 +3,15 @@
 // CPU) reads vLLM's arguments from the stack, calls the library at vLLM's option values and leaves
 // vLLM's results. An engine's call then costs torch's dispatch and the library's work, as vLLM's
 // own kernel does, where a Python kernel adds its interpreter, the wrapper's binding and a second
-// dispatch (docs/vllm.md, "How"). The plugin serves the other vLLM operators in Python: their
-// arguments need more adapting (compact state copies, allocated outputs of data-dependent shape).
+// dispatch (docs/vllm.md, "How"). The plugin serves the other four operators in Python (the op's
+// wrapper allocates their outputs by its shape rules): calls of 20 µs and more.
 //
 // Bad input raises the typed dsv4cpu error, as the Python path does: the kernel hands the message
 // to _dsv4cpu::_raise_error, whose kernel is the package's Python (registered by the plugin),
 // and the Python exception it raises goes through torch to vLLM's caller unchanged.
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 #include <torch/version.h>
@@ -56,6 +56,63 @@ void serve_save_partial_states(Args a, torch::jit::Stack&) {
                       vllm_options());
 }
 
+// The bytes [lo, hi) from the first to one past the last element (strides >= 0); an empty tensor
+// gives [data, data).
+std::pair<uintptr_t, uintptr_t> byte_range(const at::Tensor& t) {
+  const auto lo = reinterpret_cast<uintptr_t>(t.data_ptr());
+  if (t.numel() == 0) return {lo, lo};
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return {lo, lo + static_cast<uintptr_t>((last + 1) * static_cast<int64_t>(t.element_size()))};
+}
+
+// dsv4cpu.vllm._compact_state (its docstring says why): vLLM's hybrid KV cache lays a compress
+// op's state_cache and kv_cache_2d over one buffer; then the state pages gather_slots reads are
+// passed as a compact copy, the slots renumbered. Slots outside [-1, nb·sbs) leave the arguments
+// as they are, for the op to report.
+std::pair<at::Tensor, at::Tensor> compact_state(const at::Tensor& state_cache,
+                                                const at::Tensor& gather_slots,
+                                                const at::Tensor& kv_cache) {
+  const auto [s0, s1] = byte_range(state_cache);
+  const auto [k0, k1] = byte_range(kv_cache);
+  if (state_cache.dim() != 3 || gather_slots.numel() == 0 || !(s0 < k1 && k0 < s1))
+    return {state_cache, gather_slots};
+  const int64_t rows = state_cache.size(1);
+  const at::Tensor slots = gather_slots.to(at::kLong);
+  if ((slots < -1).any().item<bool>() || (slots >= state_cache.size(0) * rows).any().item<bool>())
+    return {state_cache, gather_slots};
+  const at::Tensor valid = slots >= 0;
+  const at::Tensor pages =
+      std::get<0>(at::_unique(at::div(slots.masked_select(valid), rows, "floor"), true, false));
+  const at::Tensor read = slots.clamp_min(0);
+  const at::Tensor local = at::searchsorted(pages, at::div(read, rows, "floor")) * rows +
+                           at::remainder(read, rows);
+  return {state_cache.index_select(0, pages),
+          at::where(valid, local, slots).to(gather_slots.scalar_type()).contiguous()};
+}
+
+// compress_norm_rope_store_cpu and compress_norm_rope_store_indexer_cpu(Tensor state_cache,
+//     Tensor gather_slots, Tensor positions, Tensor kv_slot_mapping, Tensor rms_norm_weight,
+//     float rms_norm_eps, Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size,
+//     int compress_ratio) -> (): vLLM's scale_clamp is "cpu" for the first, "gpu" for the second.
+template <bool kIndexer>
+void serve_compress(Args a, torch::jit::Stack&) {
+  static const std::string op =
+      kIndexer ? "compress_norm_rope_store_indexer" : "compress_norm_rope_store";
+  const auto [state, slots] = compact_state(a[0].toTensor(), a[1].toTensor(), a[7].toTensor());
+  const TensorView state_cache = view_of(state, false, op, "state_cache"),
+                   gather_slots = view_of(slots, false, op, "gather_slots"),
+                   positions = view(a[2], op, "positions"),
+                   kv_slot_mapping = view(a[3], op, "kv_slot_mapping"),
+                   rms_norm_weight = view(a[4], op, "rms_norm_weight"),
+                   cos_sin_cache = view(a[6], op, "cos_sin_cache");
+  const MutableTensorView kv_cache = view(a[7], op, "kv_cache");
+  const auto run = kIndexer ? &compress_norm_rope_store_indexer : &compress_norm_rope_store;
+  run(state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight, cos_sin_cache,
+      kv_cache, a[5].toDouble(), a[8].toInt(), a[9].toInt(),
+      kIndexer ? ScaleClamp::gpu : ScaleClamp::cpu, vllm_options());
+}
+
 // fused_indexer_q_rope_quant_cpu(Tensor positions, Tensor index_q,
 //     Tensor index_q_cos_sin_cache, Tensor(a!) index_q_fp8, Tensor index_weights,
 //     float index_weights_softmax_scale, float index_weights_head_scale,
@@ -98,6 +155,8 @@ struct NativeOp {
 
 constexpr NativeOp kNativeOps[] = {
     {"save_partial_states_cpu", 6, &serve_save_partial_states},
+    {"compress_norm_rope_store_cpu", 10, &serve_compress<false>},
+    {"compress_norm_rope_store_indexer_cpu", 10, &serve_compress<true>},
     {"fused_indexer_q_rope_quant_cpu", 8, &serve_fused_indexer_q_rope_quant},
     {"inverse_gptj_rope_o_proj_cpu", 4, &serve_inverse_gptj_rope_o_proj},
 };

@@ -15,10 +15,11 @@ indexer compressor's clamp-amax rule (``scale_clamp``), the heap order of its to
 input raises dsv4cpu's typed errors (:mod:`dsv4cpu.errors`) to vLLM's caller, before anything is
 written.
 
-Three of them (:data:`NATIVE`: ``save_partial_states_cpu``, ``fused_indexer_q_rope_quant_cpu``,
-``inverse_gptj_rope_o_proj_cpu``, whose arguments the op takes as they are) are served by C++
-kernels of dsv4cpu's extension, with no Python on the call's path: a call costs what vLLM's own
-kernel's dispatch costs. The others go through a Python kernel, which adapts their arguments.
+Five of them (:data:`NATIVE`: ``save_partial_states_cpu``, the two compress operators,
+``fused_indexer_q_rope_quant_cpu`` and ``inverse_gptj_rope_o_proj_cpu``, the small calls of a
+decode step) are served by C++ kernels of dsv4cpu's extension, with no Python on the call's path:
+a call costs what vLLM's own kernel's dispatch costs. The other four go through a Python kernel,
+which calls the op's wrapper.
 
 An operator stays vLLM's when this process has no such operator (vLLM's kernels come only with
 its AVX-512-BF16 build), when its schema is not the one in :data:`OPS` (another vLLM version), or
@@ -58,66 +59,6 @@ def _call(op, **arguments):
     return WRAPPERS[op](**arguments, **OPTIONS.get(op, {}))
 
 
-def _save_partial_states(kv, score, ape, positions, state_cache, slot_mapping):
-    _call("save_partial_states", kv=kv, score=score, ape=ape, positions=positions,
-          state_cache=state_cache, slot_mapping=slot_mapping)
-
-
-def _byte_range(tensor):
-    """The bytes from the first to one past the last element of ``tensor`` (strides ≥ 0)."""
-    if tensor.numel() == 0:
-        return tensor.data_ptr(), tensor.data_ptr()
-    last = sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride()))
-    return tensor.data_ptr(), tensor.data_ptr() + (last + 1) * tensor.element_size()
-
-
-def _overlap(a, b):
-    (a0, a1), (b0, b1) = _byte_range(a), _byte_range(b)
-    return a0 < b1 and b0 < a1
-
-
-def _compact_state(state_cache, gather_slots, kv_cache):
-    """vLLM's hybrid KV cache lays the caches of several layers over one buffer: a compress
-    op's ``state_cache`` (read) and ``kv_cache_2d`` (written) are views of the same storage,
-    on disjoint pages, and their address ranges overlap, which dsv4cpu's contract rejects
-    (bad-input.md: an output overlapping an input is a ShapeError). Then the state pages
-    the call reads (``gather_slots``) are passed as a compact copy, with the slots renumbered;
-    the op reads the same rows. Slots outside ``[-1, nb·sbs)`` leave the arguments as they
-    are, for dsv4cpu to report."""
-    if state_cache.dim() != 3 or gather_slots.numel() == 0 or not _overlap(state_cache,
-                                                                            kv_cache):
-        return state_cache, gather_slots
-    rows = state_cache.shape[1]
-    slots = gather_slots.to(torch.int64)
-    if bool((slots < -1).any()) or bool((slots >= state_cache.shape[0] * rows).any()):
-        return state_cache, gather_slots
-    valid = slots >= 0
-    pages = torch.unique(slots[valid] // rows)
-    compact = state_cache.index_select(0, pages)
-    read = slots.clamp(min=0)
-    local = torch.searchsorted(pages, read // rows) * rows + read % rows
-    return compact, torch.where(valid, local, slots).to(gather_slots.dtype).contiguous()
-
-
-def _compress(op):
-    def kernel(state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight,
-               rms_norm_eps, cos_sin_cache, kv_cache_2d, kv_cache_block_size, compress_ratio):
-        state_cache, gather_slots = _compact_state(state_cache, gather_slots, kv_cache_2d)
-        _call(op, state_cache=state_cache, gather_slots=gather_slots, positions=positions,
-              kv_slot_mapping=kv_slot_mapping, rms_norm_weight=rms_norm_weight,
-              cos_sin_cache=cos_sin_cache, kv_cache=kv_cache_2d, rms_norm_eps=rms_norm_eps,
-              kv_cache_block_size=kv_cache_block_size, compress_ratio=compress_ratio)
-    return kernel
-
-
-def _fused_indexer_q_rope_quant(positions, index_q, index_q_cos_sin_cache, index_q_fp8,
-                                index_weights, index_weights_softmax_scale,
-                                index_weights_head_scale, index_weights_out):
-    _call("fused_indexer_q_rope_quant", q=index_q, weights=index_weights, positions=positions,
-          cos_sin_cache=index_q_cos_sin_cache, softmax_scale=index_weights_softmax_scale,
-          head_scale=index_weights_head_scale, q_fp8=index_q_fp8, weights_out=index_weights_out)
-
-
 def _fp8_paged_mqa_logits(q_fp8, kvcache_fp8, weight, seq_lens, page_table, block_size,
                           max_seq_len):
     return _call("fp8_paged_mqa_logits", q_fp8=q_fp8, kv_cache=kvcache_fp8, weights=weight,
@@ -150,35 +91,31 @@ def _flash_mla_with_kvcache(out, q, window_cache_2d, window_slots, window_block_
           compressed_slots=compressed_slots, attn_sink=attn_sink, scale=scale, out=out)
 
 
-def _inverse_gptj_rope_o_proj(o, positions, cos_sin_cache, rope_dim):
-    return _call("inverse_gptj_rope_o_proj", o=o, positions=positions,
-                 cos_sin_cache=cos_sin_cache, rope_dim=rope_dim)
-
-
-#: vLLM's operator name -> (the dsv4cpu op serving it, vLLM 0.32.0's schema, the kernel).
+#: vLLM's operator name -> (the dsv4cpu op serving it, vLLM 0.32.0's schema, the Python kernel;
+#: None for the operators of NATIVE, served by C++ kernels).
 OPS = {
     "save_partial_states_cpu": (
         "save_partial_states",
         "save_partial_states_cpu(Tensor kv, Tensor score, Tensor ape, Tensor positions, "
-        "Tensor(a!) state_cache, Tensor slot_mapping) -> ()", _save_partial_states),
+        "Tensor(a!) state_cache, Tensor slot_mapping) -> ()", None),
     "compress_norm_rope_store_cpu": (
         "compress_norm_rope_store",
         "compress_norm_rope_store_cpu(Tensor state_cache, Tensor gather_slots, Tensor positions, "
         "Tensor kv_slot_mapping, Tensor rms_norm_weight, float rms_norm_eps, "
         "Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size, "
-        "int compress_ratio) -> ()", _compress("compress_norm_rope_store")),
+        "int compress_ratio) -> ()", None),
     "compress_norm_rope_store_indexer_cpu": (
         "compress_norm_rope_store_indexer",
         "compress_norm_rope_store_indexer_cpu(Tensor state_cache, Tensor gather_slots, "
         "Tensor positions, Tensor kv_slot_mapping, Tensor rms_norm_weight, float rms_norm_eps, "
         "Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size, "
-        "int compress_ratio) -> ()", _compress("compress_norm_rope_store_indexer")),
+        "int compress_ratio) -> ()", None),
     "fused_indexer_q_rope_quant_cpu": (
         "fused_indexer_q_rope_quant",
         "fused_indexer_q_rope_quant_cpu(Tensor positions, Tensor index_q, "
         "Tensor index_q_cos_sin_cache, Tensor(a!) index_q_fp8, Tensor index_weights, "
         "float index_weights_softmax_scale, float index_weights_head_scale, "
-        "Tensor(b!) index_weights_out) -> ()", _fused_indexer_q_rope_quant),
+        "Tensor(b!) index_weights_out) -> ()", None),
     "fp8_paged_mqa_logits_cpu": (
         "fp8_paged_mqa_logits",
         "fp8_paged_mqa_logits_cpu(Tensor q_fp8, Tensor kvcache_fp8, Tensor weight, "
@@ -204,7 +141,7 @@ OPS = {
     "inverse_gptj_rope_o_proj_cpu": (
         "inverse_gptj_rope_o_proj",
         "inverse_gptj_rope_o_proj_cpu(Tensor o, Tensor positions, Tensor cos_sin_cache, "
-        "int rope_dim) -> Tensor", _inverse_gptj_rope_o_proj),
+        "int rope_dim) -> Tensor", None),
 }
 
 #: vLLM's operators served by C++ kernels of the extension (python/csrc/vllm.cpp).

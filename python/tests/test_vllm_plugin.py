@@ -179,8 +179,9 @@ def test_native_operators_run_the_extensions_kernels_and_reset_counts(installed)
     """The operators of NATIVE are served by C++ kernels (their counter is the extension's, the
     Python kernel never runs); the others by the plugin's Python kernel. reset_counts zeroes
     both kinds."""
-    assert vllm.NATIVE == {"save_partial_states_cpu", "fused_indexer_q_rope_quant_cpu",
-                           "inverse_gptj_rope_o_proj_cpu"}
+    assert vllm.NATIVE == {"save_partial_states_cpu", "compress_norm_rope_store_cpu",
+                           "compress_norm_rope_store_indexer_cpu",
+                           "fused_indexer_q_rope_quant_cpu", "inverse_gptj_rope_o_proj_cpu"}
     for name in sorted(vllm.OPS):
         if name not in installed:
             continue
