@@ -94,7 +94,8 @@ std::pair<at::Tensor, at::Tensor> compact_state(const at::Tensor& state_cache,
 // compress_norm_rope_store_cpu and compress_norm_rope_store_indexer_cpu(Tensor state_cache,
 //     Tensor gather_slots, Tensor positions, Tensor kv_slot_mapping, Tensor rms_norm_weight,
 //     float rms_norm_eps, Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size,
-//     int compress_ratio) -> (): vLLM's scale_clamp is "cpu" for the first, "gpu" for the second.
+//     int compress_ratio) -> (): vLLM's scale_clamp is "cpu" for the first, "gpu" for the second
+//     (dsv4cpu.vllm.OPTIONS, which the plugin's tests compare the bytes at).
 template <bool kIndexer>
 void serve_compress(Args a, torch::jit::Stack&) {
   static const std::string op =

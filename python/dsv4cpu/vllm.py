@@ -44,7 +44,9 @@ from ._wrappers import WRAPPERS
 
 #: The torch namespace of vLLM's extension.
 NAMESPACE = "_C"
-#: The option values vLLM's kernels have, by dsv4cpu op.
+#: The option values vLLM's kernels have, by dsv4cpu op. The C++ kernels of NATIVE pass the same
+#: values (python/csrc/vllm.cpp: the compress ops' scale_clamp); the plugin's tests compare their
+#: bytes with the op's at these values.
 OPTIONS = {
     "compress_norm_rope_store": {"scale_clamp": "cpu"},
     "compress_norm_rope_store_indexer": {"scale_clamp": "gpu"},
