@@ -115,47 +115,40 @@ HWY_INLINE FlagsI FlagNonFinite(FlagsI m, VF v) {
   return hn::Or(m, hn::Gt(magnitude, hn::Set(di, 0x7F7FFFFF)));
 }
 
-// n bf16 values (f16: IEEE binary16) widened to fp32, lane by lane as bf16_to_f32 (f16_to_f32).
-// Highway's binary16 widening without F16C reads exponent 31 as a finite exponent and F16C quiets
-// signalling NaNs: lanes with exponent 31 are rebuilt from their bits. Returns, with kWatch,
-// whether every widened value is finite (else true).
-template <bool kWatch = false>
-HWY_INLINE bool Widen16(const uint16_t* HWY_RESTRICT x, bool f16, size_t n,
-                        float* HWY_RESTRICT out) {
+// One vector of bf16 values at x (kF16: IEEE binary16) widened to fp32, lane by lane as
+// bf16_to_f32 (f16_to_f32). Highway's binary16 widening without F16C reads exponent 31 as a finite
+// exponent and F16C quiets signalling NaNs: lanes with exponent 31 are rebuilt from their bits.
+template <bool kF16>
+HWY_INLINE VF Widen16Vec(const uint16_t* HWY_RESTRICT x) {
   const DF d;
   const DU du;
   const hn::Rebind<uint16_t, DF> d16;
-  const size_t N = hn::Lanes(d), body = n - n % N;
-  FlagsI m = NoFlags();  // kWatch: FlagNonFinite of the values written
-  size_t i = 0;
-  if (f16) {
+  const VU h = hn::PromoteTo(du, hn::LoadU(d16, x));
+  if constexpr (!kF16) {
+    return hn::BitCast(d, hn::ShiftLeft<16>(h));
+  } else {
     const hn::Rebind<hwy::float16_t, DF> dh;
     const VU exp_mask = hn::Set(du, 0x7C00u);
-    for (; i < body; i += N) {
-      const VU h = hn::PromoteTo(du, hn::LoadU(d16, x + i));
-      const VF v =
-          hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(x + i)));
-      const VU special = hn::Or(hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u))),
-                                hn::Or(hn::Set(du, 0x7F800000u),
-                                       hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x3FFu)))));
-      const VF w = hn::IfThenElse(hn::RebindMask(d, hn::Eq(hn::And(h, exp_mask), exp_mask)),
-                                  hn::BitCast(d, special), v);
-      hn::StoreU(w, d, out + i);
-      if (kWatch) m = FlagNonFinite(m, w);
-    }
-    for (; i < n; ++i) out[i] = f16_to_f32(x[i]);
-  } else {
-    for (; i < body; i += N) {
-      const VU w = hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, x + i)));
-      hn::StoreU(hn::BitCast(d, w), d, out + i);
-      if (kWatch) m = FlagNonFinite(m, hn::BitCast(d, w));
-    }
-    for (; i < n; ++i) out[i] = bf16_to_f32(x[i]);
+    const VF v = hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(x)));
+    const VU special = hn::Or(hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u))),
+                              hn::Or(hn::Set(du, 0x7F800000u),
+                                     hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x3FFu)))));
+    return hn::IfThenElse(hn::RebindMask(d, hn::Eq(hn::And(h, exp_mask), exp_mask)),
+                          hn::BitCast(d, special), v);
   }
-  if (!kWatch) return true;
-  bool finite = hn::AllFalse(DI(), m);
-  for (i = body; i < n; ++i) finite = finite && std::isfinite(out[i]);
-  return finite;
+}
+
+// n values at x widened to fp32 (Widen16Vec; f16: binary16, else bf16).
+HWY_INLINE void Widen16(const uint16_t* HWY_RESTRICT x, bool f16, size_t n,
+                        float* HWY_RESTRICT out) {
+  const DF d;
+  const size_t N = hn::Lanes(d), body = n - n % N;
+  size_t i = 0;
+  if (f16)
+    for (; i < body; i += N) hn::StoreU(Widen16Vec<true>(x + i), d, out + i);
+  else
+    for (; i < body; i += N) hn::StoreU(Widen16Vec<false>(x + i), d, out + i);
+  for (; i < n; ++i) out[i] = f16 ? f16_to_f32(x[i]) : bf16_to_f32(x[i]);
 }
 
 // numerics.md §2, to_bf16, returned as the fp32 bit pattern of the rounded value (the bf16 in the
@@ -231,8 +224,8 @@ HWY_INLINE bool AllFinite(const float* HWY_RESTRICT x, size_t n) {
 }
 
 // The lanes RopePairs<kInverse> multiplies the 2n values of n pairs by (built once per vector
-// there; once per token's table row for RopePairsWithLanes): cd duplicates each cos, sd holds
-// (∓s, ±s) per pair.
+// there; once per token's table row by the inverse RoPE's WriteRows): cd duplicates each cos, sd
+// holds (∓s, ±s) per pair.
 template <bool kInverse>
 HWY_INLINE void RopeLanes(const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, size_t n,
                           float* HWY_RESTRICT cd, float* HWY_RESTRICT sd) {
@@ -264,32 +257,6 @@ HWY_INLINE void RopePairs(const float* HWY_RESTRICT c, const float* HWY_RESTRICT
 #endif
   for (; i < 2 * n; i += 2)
     rope_pair(x[i], x[i + 1], c[i / 2], kInverse ? -s[i / 2] : s[i / 2], &out[i], &out[i + 1]);
-}
-
-// RopePairs<kInverse> with the lanes of RopeLanes (the same operations, so the same bits).
-// Returns, with kWatch, whether every rotated value is finite (else true).
-template <bool kInverse, bool kWatch = false>
-HWY_INLINE bool RopePairsWithLanes(const float* HWY_RESTRICT cd, const float* HWY_RESTRICT sd,
-                                   const float* x, size_t n, float* out) {
-  size_t i = 0;
-  bool finite = true;
-#if HWY_TARGET != HWY_SCALAR
-  const DF d;
-  const size_t N = hn::Lanes(d);
-  FlagsI m = NoFlags();  // kWatch: FlagNonFinite of the values written
-  for (; i + N <= 2 * n; i += N) {
-    const VF v = hn::LoadU(d, x + i);
-    const VF r = Fma(v, hn::LoadU(d, cd + i), hn::Mul(hn::Shuffle2301(v), hn::LoadU(d, sd + i)));
-    hn::StoreU(r, d, out + i);
-    if (kWatch) m = FlagNonFinite(m, r);
-  }
-  if (kWatch) finite = hn::AllFalse(DI(), m);
-#endif
-  for (; i < 2 * n; i += 2) {
-    rope_pair(x[i], x[i + 1], cd[i], sd[i + 1], &out[i], &out[i + 1]);
-    if (kWatch) finite = finite && std::isfinite(out[i]) && std::isfinite(out[i + 1]);
-  }
-  return finite;
 }
 
 }  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE

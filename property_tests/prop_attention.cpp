@@ -545,7 +545,7 @@ rc::Gen<InverseCase> gen_inverse_case() {
 }
 
 // o: BF16 of N(0, 1) or F16 of magnitude 2^-5 .. 2^6, or any finite pattern; a table of random
-// angles.
+// angles. Each variant runs with and without Options::fresh_outputs.
 void inverse_property(const testing::Plan& plan) {
   const InverseCase c = *gen_inverse_case();
   std::mt19937_64 rng(c.seed.value);
@@ -602,13 +602,20 @@ void inverse_property(const testing::Plan& plan) {
   RC_TAG(ref.outcome.kind.empty() ? "written" : ref.outcome.kind);
   testing::for_each(testing::runs("inverse_gptj_rope_o_proj", plan),
                     [&](const testing::Run& run) {
-                      const std::string label = run.label();
-                      const uint64_t handed = detail::fallback_count();
-                      const Result r = call(run.options());
-                      if (ref.outcome.kind.empty() && detail::fallback_count() != handed)
-                        RC_FAIL(label + ": handed the call to the reference, which succeeds");
-                      RC_ASSERT(r.outcome == ref.outcome);
-                      assert_same_bytes(r.out, ref.out, label + " out");
+                      // Options::fresh_outputs: checked while written, so out is compared only
+                      // when the call succeeds.
+                      for (const bool fresh : {false, true}) {
+                        const std::string label = run.label() + (fresh ? " fresh_outputs" : "");
+                        Options opt = run.options();
+                        opt.fresh_outputs = fresh;
+                        const uint64_t handed = detail::fallback_count();
+                        const Result r = call(opt);
+                        if (ref.outcome.kind.empty() && detail::fallback_count() != handed)
+                          RC_FAIL(label + ": handed the call to the reference, which succeeds");
+                        RC_ASSERT(r.outcome == ref.outcome);
+                        if (!fresh || ref.outcome.kind.empty())
+                          assert_same_bytes(r.out, ref.out, label + " out");
+                      }
                     });
 }
 
