@@ -394,9 +394,19 @@ def runners(op, args):
     return vllm, {run: dsv4(run[0], run[3]) for run in dsv4cpu_runs(op)}
 
 
+#: Calls before a sample is timed: the first 5 to 8 calls after the plugin's install allocated
+#: their output (8 MiB at the inverse RoPE's decode 64) from fresh pages, 15 times as slow as the
+#: next ones, and a sample of 50 ms took them in.
+WARM_UP_CALLS = 16
+
+
 def sample(fn, seconds):
-    """Seconds per call: the mean over enough calls to last about ``seconds``."""
-    fn()
+    """Seconds per call: the mean over enough calls to last about ``seconds``, after WARM_UP_CALLS
+    calls and at least a fifth of that time, so that each run is timed in its steady state."""
+    start, calls = time.perf_counter(), 0
+    while calls < WARM_UP_CALLS or time.perf_counter() - start < seconds / 5:
+        fn()
+        calls += 1
     calls, start = 0, time.perf_counter()
     while True:
         fn()
