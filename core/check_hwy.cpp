@@ -95,20 +95,28 @@ int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT
 
 // True iff a[0 .. n), b[0 .. n) and every RN(b[i] + c[i]) are finite: one pass over three rows.
 // A sum with an infinite or NaN operand is infinite or NaN, so a finite sum has a finite b[i]:
-// only the sums are tested.
+// only the sums are tested. Four running maxima: with one, the check of a prefill's rows (32 MiB)
+// read them at 25-30 GB/s where a plain read streams 40 GB/s (AMD EPYC Zen 4); with four, 34.
 bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                    const float* HWY_RESTRICT c, int64_t n) {
   const DF32 df;
   const DU32 du;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
-  auto m = hn::Zero(du);
-  int64_t i = 0;
+  decltype(hn::Zero(du)) m[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
   // a first, then b with c: a and b are often the halves of one row (kv and score of kv_score),
   // so the pass reads memory in address order, which the prefetchers follow across pages.
-  for (; i + N <= n; i += N) m = hn::Max(m, AbsBits(hn::LoadU(df, a + i)));
-  for (i = 0; i + N <= n; i += N)
-    m = hn::Max(m, AbsBits(hn::Add(hn::LoadU(df, b + i), hn::LoadU(df, c + i))));
-  bool finite = hn::GetLane(hn::MaxOfLanes(du, m)) < kInfBits;
+  const auto scan = [&](const auto& bits) {
+    int64_t i = 0;
+    for (; i + 4 * N <= n; i += 4 * N)
+      for (int k = 0; k < 4; ++k) m[k] = hn::Max(m[k], bits(i + k * N));
+    for (; i + N <= n; i += N) m[0] = hn::Max(m[0], bits(i));
+    return i;
+  };
+  scan([&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
+  int64_t i = scan(
+      [&](int64_t j) { return AbsBits(hn::Add(hn::LoadU(df, b + j), hn::LoadU(df, c + j))); });
+  const auto all = hn::Max(hn::Max(m[0], m[1]), hn::Max(m[2], m[3]));
+  bool finite = hn::GetLane(hn::MaxOfLanes(du, all)) < kInfBits;
   for (; i < n; ++i) finite = finite && std::isfinite(a[i]) && std::isfinite(b[i] + c[i]);
   return finite;
 }
