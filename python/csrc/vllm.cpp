@@ -3,8 +3,8 @@
 // CPU) reads vLLM's arguments from the stack, calls the library at vLLM's option values and leaves
 // vLLM's results. An engine's call then costs torch's dispatch and the library's work, as vLLM's
 // own kernel does, where a Python kernel adds its interpreter, the wrapper's binding and a second
-// dispatch (docs/vllm.md, "How"). The plugin serves the other four operators in Python (the op's
-// wrapper allocates their outputs by its shape rules): calls of 20 µs and more.
+// dispatch (docs/vllm.md, "How"). The plugin serves the other three operators in Python (logits,
+// top-k, attention: calls of 100 µs and more, their outputs allocated by the op's wrapper).
 //
 // Bad input raises the typed dsv4cpu error, as the Python path does: the kernel hands the message
 // to _dsv4cpu::_raise_error, whose kernel is the package's Python (registered by the plugin),
@@ -22,6 +22,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include "dsv4cpu/dsv4cpu.hpp"
 #include "python/csrc/binding.hpp"
@@ -148,6 +151,60 @@ void serve_inverse_gptj_rope_o_proj(Args a, torch::jit::Stack& results) {
   results.emplace_back(std::move(out));
 }
 
+// Bytes of this machine's memory (dsv4cpu._wrappers.MEMORY_BYTES): no output larger is allocated.
+int64_t memory_bytes() {
+  static const int64_t bytes = static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) * sysconf(_SC_PHYS_PAGES);
+  return bytes;
+}
+
+// dsv4cpu._wrappers.allocatable: no negative extent and no more bytes than the machine's memory.
+bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes) {
+  int64_t bytes = element_bytes;
+  for (const int64_t e : shape)
+    if (e < 0 || __builtin_mul_overflow(bytes, e, &bytes)) return false;
+  return bytes <= memory_bytes();
+}
+
+// fused_qnorm_rope_kv_insert_cpu(Tensor q, Tensor kv, Tensor positions,
+//     Tensor(a!) swa_kv_cache_2d, Tensor slot_mapping, Tensor cos_sin_cache, int q_head_padded,
+//     float eps, int cache_block_size) -> Tensor: at vLLM's options (dsv4cpu.vllm.OPTIONS, which
+//     the plugin's tests compare the bytes at), q_out (BF16 [T, q_head_padded, 512]) allocated here
+//     by the op's wrapper's rule (dsv4cpu._wrappers.allocate): a shape that cannot be allocated is
+//     passed as a placeholder (its out-of-range extents 0, or all of them), so that the op reports
+//     what else is wrong, and is reported when nothing is.
+void serve_fused_qnorm_rope_kv_insert(Args a, torch::jit::Stack& results) {
+  static const std::string op = "fused_qnorm_rope_kv_insert";
+  const at::Tensor& q_tensor = a[0].toTensor();
+  const std::vector<int64_t> shape = {q_tensor.dim() > 0 ? q_tensor.size(0) : 0, a[6].toInt(),
+                                      kMainHeadDim};
+  std::vector<int64_t> placed = shape;
+  const bool fits = allocatable(shape, 2);
+  if (!fits) {
+    for (int64_t& e : placed)
+      if (e < 0 || !allocatable({e}, 2)) e = 0;
+    if (!allocatable(placed, 2)) placed.assign(shape.size(), 0);
+  }
+  at::Tensor q_out = at::empty(placed, q_tensor.options().dtype(at::kBFloat16));
+  const TensorView q = view(a[0], op, "q"), kv = view(a[1], op, "kv"),
+                   positions = view(a[2], op, "positions"),
+                   slot_mapping = view(a[4], op, "slot_mapping");
+  const MutableTensorView swa_cache = view(a[3], op, "swa_cache");
+  fused_qnorm_rope_kv_insert(q, kv, positions, slot_mapping, swa_cache,
+                             view(a[5], op, "cos_sin_cache"), a[6].toInt(), a[7].toDouble(),
+                             a[8].toInt(), ScaleClamp::cpu, Fp8Subnormals::flush,
+                             view_of(q_out, false, op, "q_out"), vllm_options());
+  if (!fits) {
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(shape[i]);
+    text += "]";
+    throw ValueError(op, "q_out", {}, text,
+                     "q_out: shape " + text + ": cannot be allocated (expected no negative " +
+                         "extent and at most " + std::to_string(memory_bytes()) + " bytes)");
+  }
+  results.emplace_back(std::move(q_out));
+}
+
 struct NativeOp {
   const char* name;  // vLLM's operator
   size_t arguments;  // in vLLM's schema
@@ -159,6 +216,7 @@ constexpr NativeOp kNativeOps[] = {
     {"compress_norm_rope_store_cpu", 10, &serve_compress<false>},
     {"compress_norm_rope_store_indexer_cpu", 10, &serve_compress<true>},
     {"fused_indexer_q_rope_quant_cpu", 8, &serve_fused_indexer_q_rope_quant},
+    {"fused_qnorm_rope_kv_insert_cpu", 9, &serve_fused_qnorm_rope_kv_insert},
     {"inverse_gptj_rope_o_proj_cpu", 4, &serve_inverse_gptj_rope_o_proj},
 };
 constexpr size_t kNativeCount = sizeof(kNativeOps) / sizeof(kNativeOps[0]);

@@ -15,11 +15,12 @@ indexer compressor's clamp-amax rule (``scale_clamp``), the heap order of its to
 input raises dsv4cpu's typed errors (:mod:`dsv4cpu.errors`) to vLLM's caller, before anything is
 written.
 
-Five of them (:data:`NATIVE`: ``save_partial_states_cpu``, the two compress operators,
-``fused_indexer_q_rope_quant_cpu`` and ``inverse_gptj_rope_o_proj_cpu``, the small calls of a
-decode step) are served by C++ kernels of dsv4cpu's extension, with no Python on the call's path:
-a call costs what vLLM's own kernel's dispatch costs. The other four go through a Python kernel,
-which calls the op's wrapper.
+Six of them (:data:`NATIVE`: ``save_partial_states_cpu``, the two compress operators,
+``fused_indexer_q_rope_quant_cpu``, ``fused_qnorm_rope_kv_insert_cpu`` and
+``inverse_gptj_rope_o_proj_cpu``, the small calls of a decode step) are served by C++ kernels of
+dsv4cpu's extension, with no Python on the call's path: a call costs what vLLM's own kernel's
+dispatch costs. The other three (logits, top-k, attention: calls of 100 µs and more) go through a
+Python kernel, which calls the op's wrapper.
 
 An operator stays vLLM's when this process has no such operator (vLLM's kernels come only with
 its AVX-512-BF16 build), when its schema is not the one in :data:`OPS` (another vLLM version), or
@@ -45,8 +46,8 @@ from ._wrappers import WRAPPERS
 #: The torch namespace of vLLM's extension.
 NAMESPACE = "_C"
 #: The option values vLLM's kernels have, by dsv4cpu op. The C++ kernels of NATIVE pass the same
-#: values (python/csrc/vllm.cpp: the compress ops' scale_clamp); the plugin's tests compare their
-#: bytes with the op's at these values.
+#: values (python/csrc/vllm.cpp: the compress ops' scale_clamp, the insert's scale_clamp and
+#: fp8_subnormals); the plugin's tests compare their bytes with the op's at these values.
 OPTIONS = {
     "compress_norm_rope_store": {"scale_clamp": "cpu"},
     "compress_norm_rope_store_indexer": {"scale_clamp": "gpu"},
@@ -73,15 +74,6 @@ def _topk_transform_512(scores, seq_lens, page_tables, out_page_indices, page_si
     # dsv4cpu always writes raw_indices: allocated when vLLM does not ask for them.
     _call("topk_transform_512", scores=scores, seq_lens=seq_lens, page_table=page_tables,
           page_size=page_size, raw_indices=out_raw_indices, page_indices=out_page_indices)
-
-
-def _fused_qnorm_rope_kv_insert(q, kv, positions, swa_kv_cache_2d, slot_mapping, cos_sin_cache,
-                                q_head_padded, eps, cache_block_size):
-    _, q_out = _call("fused_qnorm_rope_kv_insert", q=q, kv=kv, positions=positions,
-                     slot_mapping=slot_mapping, swa_cache=swa_kv_cache_2d,
-                     cos_sin_cache=cos_sin_cache, q_head_padded=q_head_padded, eps=eps,
-                     cache_block_size=cache_block_size)
-    return q_out
 
 
 def _flash_mla_with_kvcache(out, q, window_cache_2d, window_slots, window_block_size,
@@ -132,8 +124,7 @@ OPS = {
         "fused_qnorm_rope_kv_insert",
         "fused_qnorm_rope_kv_insert_cpu(Tensor q, Tensor kv, Tensor positions, "
         "Tensor(a!) swa_kv_cache_2d, Tensor slot_mapping, Tensor cos_sin_cache, "
-        "int q_head_padded, float eps, int cache_block_size) -> Tensor",
-        _fused_qnorm_rope_kv_insert),
+        "int q_head_padded, float eps, int cache_block_size) -> Tensor", None),
     "flash_mla_with_kvcache_cpu": (
         "sparse_mla_attention",
         "flash_mla_with_kvcache_cpu(Tensor(a!) out, Tensor q, Tensor window_cache_2d, "

@@ -181,7 +181,8 @@ def test_native_operators_run_the_extensions_kernels_and_reset_counts(installed)
     both kinds."""
     assert vllm.NATIVE == {"save_partial_states_cpu", "compress_norm_rope_store_cpu",
                            "compress_norm_rope_store_indexer_cpu",
-                           "fused_indexer_q_rope_quant_cpu", "inverse_gptj_rope_o_proj_cpu"}
+                           "fused_indexer_q_rope_quant_cpu", "fused_qnorm_rope_kv_insert_cpu",
+                           "inverse_gptj_rope_o_proj_cpu"}
     for name in sorted(vllm.OPS):
         if name not in installed:
             continue
@@ -198,6 +199,26 @@ def test_native_operators_run_the_extensions_kernels_and_reset_counts(installed)
     name = "inverse_gptj_rope_o_proj_cpu"
     through_vllm(first_case(name))
     assert vllm.counts()[name]["dsv4cpu"] == 1
+
+
+@pytest.mark.parametrize("q_head_padded", [-1, 1 << 40])
+def test_an_insert_q_out_that_cannot_be_allocated_raises_the_wrappers_error(installed,
+                                                                             q_head_padded):
+    """The insert's C++ kernel allocates q_out [T, q_head_padded, 512] by the wrapper's rule: a
+    negative extent, or more bytes than the machine has, raises what dsv4cpu's wrapper raises."""
+    name, op = "fused_qnorm_rope_kv_insert_cpu", "fused_qnorm_rope_kv_insert"
+    _require(name)
+    fixture = first_case(name)
+    call = conformance.Call(fixture, conformance.parameters_of(getattr(ops, op)), False, set())
+    call.arguments["q_head_padded"] = q_head_padded
+    with pytest.raises(dsv4cpu.Error) as got:
+        vllm_adapters.ADAPTERS[op](getattr(torch.ops._C, name), call.arguments, fixture)
+    arguments = {k: v for k, v in call.arguments.items() if k != "q_out"}
+    with pytest.raises(dsv4cpu.Error) as want:
+        getattr(dsv4cpu, op)(**{**arguments, **VLLM_OPTIONS[op]})
+    fields = ("kind", "op", "argument", "index", "value")
+    assert [getattr(got.value, f) for f in fields] == [getattr(want.value, f) for f in fields]
+    assert str(got.value) == str(want.value)
 
 
 def test_ops_not_chosen_stay_vllms_and_are_counted_where_torch_passes_them_on():
