@@ -401,12 +401,16 @@ WARM_UP_CALLS = 16
 
 
 def sample(fn, seconds):
-    """Seconds per call: the mean over enough calls to last about ``seconds``, after WARM_UP_CALLS
-    calls and at least a fifth of that time, so that each run is timed in its steady state."""
+    """Seconds per call: the mean over enough calls to last about ``seconds``, after a warm-up of
+    at least a fifth of that time and WARM_UP_CALLS calls (or ``seconds``, for slow calls), so that
+    each run is timed in its steady state."""
     start, calls = time.perf_counter(), 0
-    while calls < WARM_UP_CALLS or time.perf_counter() - start < seconds / 5:
+    while True:
         fn()
         calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds / 5 and (calls >= WARM_UP_CALLS or elapsed >= seconds):
+            break
     calls, start = 0, time.perf_counter()
     while True:
         fn()
