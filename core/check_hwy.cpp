@@ -96,7 +96,7 @@ int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT
 // True iff a[0 .. n), b[0 .. n) and every RN(b[i] + c[i]) are finite: one pass over three rows.
 // A sum with an infinite or NaN operand is infinite or NaN, so a finite sum has a finite b[i]:
 // only the sums are tested. Four running maxima: with one, the check of a prefill's rows (32 MiB)
-// read them at 25-30 GB/s where a plain read streams 40 GB/s (AMD EPYC Zen 4); with four, 34.
+// read them at 25-30 GB/s where a plain read streams 40 GB/s (AMD EPYC Zen 4); with four, 30-34.
 bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                    const float* HWY_RESTRICT c, int64_t n) {
   const DF32 df;

@@ -17,7 +17,8 @@ namespace dsv4cpu::detail::opt {
 
 // The thread split weighs each byte of the window rows pooled this many times: pooling (an exp
 // per element) read them at 23 GB/s on an AMD EPYC Zen 4 (C128 decode 8), a copy of cached rows
-// at 75-90 GB/s. Counted once, C4 decode 8 (256 KiB) stayed on one thread: 12.9 µs, 8.4 µs on two.
+// at 75-90 GB/s. Counted once, C4 decode 8 (256 KiB) stayed on one thread: 12.9 µs, 8.4 µs on
+// two.
 constexpr int64_t kPoolCost = 4;
 
 void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunContext& ctx,

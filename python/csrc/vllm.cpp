@@ -153,7 +153,8 @@ void serve_inverse_gptj_rope_o_proj(Args a, torch::jit::Stack& results) {
 
 // Bytes of this machine's memory (dsv4cpu._wrappers.MEMORY_BYTES): no output larger is allocated.
 int64_t memory_bytes() {
-  static const int64_t bytes = static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) * sysconf(_SC_PHYS_PAGES);
+  static const int64_t bytes =
+      static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) * sysconf(_SC_PHYS_PAGES);
   return bytes;
 }
 
