@@ -15,12 +15,22 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
 sys.modules["vllm_kernels"] = types.SimpleNamespace(FUNCTIONS={})  # vLLM's kernels: none here
 import differences  # noqa: E402
+import dsv4cpu  # noqa: E402
 from dsv4cpu import fixtures, vllm  # noqa: E402
 
 OP = "fused_qnorm_rope_kv_insert"
 FOLDER = os.path.join(ROOT, "fixtures", OP)
-SERVED = vllm.OPS[OP + "_cpu"][2]  # vLLM's signature, dsv4cpu's kernel at vLLM's options
 FLUSH = differences.OPTION_SECTIONS["fp8_subnormals"]
+
+
+def served(q, kv, positions, swa_kv_cache_2d, slot_mapping, cos_sin_cache, q_head_padded, eps,
+           cache_block_size):
+    """vLLM's signature, dsv4cpu's op at vLLM's options (what the plugin serves it with)."""
+    _, q_out = dsv4cpu.fused_qnorm_rope_kv_insert(
+        q=q, kv=kv, positions=positions, slot_mapping=slot_mapping, swa_cache=swa_kv_cache_2d,
+        cos_sin_cache=cos_sin_cache, q_head_padded=q_head_padded, eps=eps,
+        cache_block_size=cache_block_size, **vllm.OPTIONS[OP])
+    return q_out
 
 
 def moved(xor, every=None, nan_at=None):
@@ -30,7 +40,7 @@ def moved(xor, every=None, nan_at=None):
     changed = []
 
     def kernel(*args):
-        q_out = SERVED(*args)
+        q_out = served(*args)
         bits = q_out.view(torch.int16).view(-1)
         if nan_at is not None:
             bits[nan_at] = 0x7FC0
@@ -54,7 +64,7 @@ def index_text(shape, flat):
 
 class InsertTest(unittest.TestCase):
     def setUp(self):
-        differences.FUNCTIONS[OP] = SERVED
+        differences.FUNCTIONS[OP] = served
 
     def tearDown(self):
         differences.FUNCTIONS.pop(OP)
@@ -64,9 +74,9 @@ class InsertTest(unittest.TestCase):
         return differences.judge(os.path.join(FOLDER, name + ".safetensors"))
 
     def test_exact_q_out_passes(self):
-        self.assertEqual(self.judge("spec_example_3_5", SERVED), ("PASS", "exact (2 outputs)"))
+        self.assertEqual(self.judge("spec_example_3_5", served), ("PASS", "exact (2 outputs)"))
         fixture = fixtures.load(os.path.join(FOLDER, "spec_example_3_5.safetensors"))
-        self.assertEqual(differences.run_insert(fixture, SERVED),
+        self.assertEqual(differences.run_insert(fixture, served),
                          ("PASS", "exact (2 outputs)", False))
 
     def test_one_ulp_is_the_documented_difference(self):
