@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <string_view>
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
@@ -16,23 +17,24 @@ namespace dsv4cpu::python {
 // BF16, F16, U8, I32, I64; float8_e4m3fn (where torch has it) to F8_E4M3, and so does uint8 when
 // `fp8` (the argument holds e4m3fn codes). Anything else, and a tensor on another device, is a
 // ShapeError naming `op` and `arg`.
-DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg);
+DType dtype_of(const at::Tensor& t, bool fp8, std::string_view op, std::string_view arg);
 // The torch dtype that holds a dsv4cpu dtype (F8_E4M3: float8_e4m3fn where torch has it, else
 // uint8).
 c10::ScalarType scalar_type_of(DType d);
 // The view of a tensor argument, without a copy: data pointer (storage offset included), dtype,
 // extents and strides as they are. An undefined tensor (None) gives the absent view. Mutable, as
-// torch tensors are; an input is passed on as its TensorView.
-MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
-                          const std::string& arg);
+// torch tensors are; an input is passed on as its TensorView. `op` and `arg` are copied only into
+// an error.
+MutableTensorView view_of(const at::Tensor& t, bool fp8, std::string_view op,
+                          std::string_view arg);
 
 // "best", "reference", "optimized" -> Impl; anything else is a ValueError naming `op` and "impl".
 Impl parse_impl(const std::string& op, const std::string& text);
 
 // Re-raises `e` as the exception torch turns into a Python one: c10::IndexError (IndexError) for
-// dsv4cpu::IndexError, c10::ValueError (ValueError) for the others. The message is what() followed by one line
-// "[dsv4cpu.<Kind>] <JSON of op, argument, index, value>" from which the dsv4cpu package rebuilds
-// the typed exception.
+// dsv4cpu::IndexError, c10::ValueError (ValueError) for the others. The message is what()
+// followed by one line "[dsv4cpu.<Kind>] <JSON of op, argument, index, value>" from which the
+// dsv4cpu package rebuilds the typed exception.
 [[noreturn]] void raise_for_python(const Error& e);
 // The message raise_for_python gives `e`.
 std::string python_message(const Error& e);

@@ -40,10 +40,12 @@ namespace dsv4cpu::python {
 
 // ---- tensors ----
 
-DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::string& arg) {
-  if (!t.device().is_cpu())
-    throw ShapeError(op, arg, {}, t.device().str(),
-                     arg + ": device " + t.device().str() + " (expected a CPU tensor)");
+DType dtype_of(const at::Tensor& t, bool fp8, std::string_view op, std::string_view arg) {
+  if (!t.device().is_cpu()) {
+    const std::string where = t.device().str();
+    throw ShapeError(std::string(op), std::string(arg), {}, where,
+                     std::string(arg) + ": device " + where + " (expected a CPU tensor)");
+  }
   switch (t.scalar_type()) {
     case c10::ScalarType::Float: return DType::F32;
     case c10::ScalarType::BFloat16: return DType::BF16;
@@ -57,8 +59,8 @@ DType dtype_of(const at::Tensor& t, bool fp8, const std::string& op, const std::
     default: break;
   }
   const std::string name = c10::toString(t.scalar_type());
-  throw ShapeError(op, arg, {}, name,
-                   arg + ": dtype " + name +
+  throw ShapeError(std::string(op), std::string(arg), {}, name,
+                   std::string(arg) + ": dtype " + name +
                        " (expected float32, bfloat16, float16, uint8 or float8_e4m3fn codes, "
                        "int32 or int64)");
 }
@@ -80,14 +82,14 @@ c10::ScalarType scalar_type_of(DType d) {
   return c10::ScalarType::Byte;
 }
 
-MutableTensorView view_of(const at::Tensor& t, bool fp8, const std::string& op,
-                          const std::string& arg) {
+MutableTensorView view_of(const at::Tensor& t, bool fp8, std::string_view op,
+                          std::string_view arg) {
   if (!t.defined()) return MutableTensorView();
   const DType dtype = dtype_of(t, fp8, op, arg);
   const auto rank = static_cast<int>(t.dim());
   if (rank > kMaxRank)
-    throw ShapeError(op, arg, {}, std::to_string(rank),
-                     arg + ": rank " + std::to_string(rank) + " (expected at most " +
+    throw ShapeError(std::string(op), std::string(arg), {}, std::to_string(rank),
+                     std::string(arg) + ": rank " + std::to_string(rank) + " (expected at most " +
                          std::to_string(kMaxRank) + " dimensions)");
   return MutableTensorView(t.data_ptr(), dtype, rank, t.sizes().data(), t.strides().data());
 }

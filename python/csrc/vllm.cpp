@@ -36,7 +36,7 @@ namespace {
 using Args = c10::ArrayRef<c10::IValue>;
 
 // The dsv4cpu view of a tensor argument, named as the dsv4cpu op names it (errors match the op's).
-MutableTensorView view(const c10::IValue& v, const std::string& op, const char* name,
+MutableTensorView view(const c10::IValue& v, const char* op, const char* name,
                        bool fp8 = false) {
   return view_of(v.toTensor(), fp8, op, name);
 }
@@ -51,7 +51,7 @@ Options vllm_options() {
 // save_partial_states_cpu(Tensor kv, Tensor score, Tensor ape, Tensor positions,
 //                         Tensor(a!) state_cache, Tensor slot_mapping) -> ()
 void serve_save_partial_states(Args a, torch::jit::Stack&) {
-  static const std::string op = "save_partial_states";
+  constexpr const char* op = "save_partial_states";
   const TensorView kv = view(a[0], op, "kv"), score = view(a[1], op, "score"),
                    ape = view(a[2], op, "ape"), positions = view(a[3], op, "positions");
   const MutableTensorView state_cache = view(a[4], op, "state_cache");
@@ -101,7 +101,7 @@ std::pair<at::Tensor, at::Tensor> compact_state(const at::Tensor& state_cache,
 //     (dsv4cpu.vllm.OPTIONS, which the plugin's tests compare the bytes at).
 template <bool kIndexer>
 void serve_compress(Args a, torch::jit::Stack&) {
-  static const std::string op =
+  constexpr const char* op =
       kIndexer ? "compress_norm_rope_store_indexer" : "compress_norm_rope_store";
   const auto [state, slots] = compact_state(a[0].toTensor(), a[1].toTensor(), a[7].toTensor());
   const TensorView state_cache = view_of(state, false, op, "state_cache"),
@@ -123,7 +123,7 @@ void serve_compress(Args a, torch::jit::Stack&) {
 //     Tensor(b!) index_weights_out) -> ()
 // The views in the dsv4cpu op's argument order, so that the same argument is reported first.
 void serve_fused_indexer_q_rope_quant(Args a, torch::jit::Stack&) {
-  static const std::string op = "fused_indexer_q_rope_quant";
+  constexpr const char* op = "fused_indexer_q_rope_quant";
   const TensorView q = view(a[1], op, "q"), weights = view(a[4], op, "weights"),
                    positions = view(a[0], op, "positions"),
                    cos_sin_cache = view(a[2], op, "cos_sin_cache");
@@ -139,7 +139,7 @@ void serve_fused_indexer_q_rope_quant(Args a, torch::jit::Stack&) {
 // out (float32, o's shape) is allocated here and returned: nobody else sees it before the call
 // returns, so the op checks while it writes it (Options::fresh_outputs).
 void serve_inverse_gptj_rope_o_proj(Args a, torch::jit::Stack& results) {
-  static const std::string op = "inverse_gptj_rope_o_proj";
+  constexpr const char* op = "inverse_gptj_rope_o_proj";
   const at::Tensor& o_tensor = a[0].toTensor();
   const TensorView o = view(a[0], op, "o"), positions = view(a[1], op, "positions"),
                    cos_sin_cache = view(a[2], op, "cos_sin_cache");
@@ -174,7 +174,7 @@ bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes) {
 //     passed as a placeholder (its out-of-range extents 0, or all of them), so that the op reports
 //     what else is wrong, and is reported when nothing is.
 void serve_fused_qnorm_rope_kv_insert(Args a, torch::jit::Stack& results) {
-  static const std::string op = "fused_qnorm_rope_kv_insert";
+  constexpr const char* op = "fused_qnorm_rope_kv_insert";
   const at::Tensor& q_tensor = a[0].toTensor();
   const std::vector<int64_t> shape = {q_tensor.dim() > 0 ? q_tensor.size(0) : 0, a[6].toInt(),
                                       kMainHeadDim};
