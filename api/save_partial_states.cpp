@@ -52,13 +52,27 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   auto row = [](const TensorView& v, int64_t t) { return v.ptr<const float>() + t * v.stride(0); };
   const float* ape = a.ape.ptr<const float>();
   // (e) and (f) in one pass over the rows a written token reads; only a failing call runs the
-  // scans below, which find the first offender in the order of the steps.
+  // scans below, which find the first offender in the order of the steps. Each ape row a written
+  // token uses is read once: when it and the token's score row are below 2^127 in magnitude, every
+  // sum is finite (|score + ape| <= 2·(2^127 - 2^103) = FLT_MAX), so the pass reads only the kv
+  // and score rows; a token past that bound is decided by its sums.
+  bool small_ape[128] = {}, seen[128] = {};  // r <= 128
+  for (int64_t t = 0; t < a.N; ++t) {
+    const auto q = static_cast<size_t>(pos(t) % a.r);
+    if (slot(t) < 0 || seen[q]) continue;
+    seen[q] = true;
+    small_ape[q] = finite_and_below(nullptr, 0, ape + static_cast<int64_t>(q) * a.SW, a.SW, 127);
+  }
   const int threads = threads_for(o.num_threads, a.N * a.SW * 8);
   if (parallel_first(a.N, threads, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t)
-          if (slot(t) >= 0 &&
-              !finite_with_sum(row(a.kv, t), row(a.score, t), ape + (pos(t) % a.r) * a.SW, a.SW))
+        for (int64_t t = t0; t < t1; ++t) {
+          if (slot(t) < 0) continue;
+          const int64_t q = pos(t) % a.r;
+          const float *kv = row(a.kv, t), *score = row(a.score, t);
+          if (!(small_ape[q] && finite_and_below(kv, a.SW, score, a.SW, 127)) &&
+              !finite_with_sum(kv, score, ape + q * a.SW, a.SW))
             return t;
+        }
         return t1;
       }) == a.N)
     return;

@@ -27,6 +27,10 @@ int64_t first_non_finite_sum(const float* a, const float* b, int64_t n);
 // True iff every a[i], b[i] and RN(b[i] + c[i]) of [0, n) is finite (one pass over three rows: the
 // passing path of a check whose failures first_non_finite and first_non_finite_sum then locate).
 bool finite_with_sum(const float* a, const float* b, const float* c, int64_t n);
+// True iff every a[i] of [0, na) is finite and every |b[i]| of [0, nb) is below 2^below_log2
+// (below_log2 <= 127; a NaN is not below): the sufficient condition of save_partial_states's pass,
+// which finite_with_sum then decides for the rows that miss it.
+bool finite_and_below(const float* a, int64_t na, const float* b, int64_t nb, int below_log2);
 // Index of the first fp8 e4m3 NaN code (0x7F or 0xFF: bad-input.md §4) among c[0 .. n), or n.
 int64_t first_nan_code(const uint8_t* c, int64_t n, int num_threads = 1);
 

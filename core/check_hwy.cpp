@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -119,6 +120,38 @@ bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
   bool finite = hn::GetLane(hn::MaxOfLanes(du, all)) < kInfBits;
   for (; i < n; ++i) finite = finite && std::isfinite(a[i]) && std::isfinite(b[i] + c[i]);
   return finite;
+}
+
+// True iff every |a[i]| of [0, na) is finite and every |b[i]| of [0, nb) is below 2^(128 - k)
+// for b_bias = k · 2^23 (k >= 1): |b|'s bits plus b_bias stay below those of infinity (a NaN's
+// bits, and those of the largest magnitudes, do not). The rows are read once, and no sum formed.
+bool FiniteAndBelow(const float* HWY_RESTRICT a, int64_t na, const float* HWY_RESTRICT b,
+                    int64_t nb, uint32_t b_bias) {
+  const DF32 df;
+  const DU32 du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  decltype(hn::Zero(du)) m[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
+  const auto bias = hn::Set(du, b_bias);
+  const auto scan = [&](int64_t n, const auto& bits) {
+    int64_t i = 0;
+    for (; i + 4 * N <= n; i += 4 * N)
+      for (int k = 0; k < 4; ++k) m[k] = hn::Max(m[k], bits(i + k * N));
+    for (; i + N <= n; i += N) m[0] = hn::Max(m[0], bits(i));
+    return i;
+  };
+  const int64_t ia = scan(na, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
+  const int64_t ib =
+      scan(nb, [&](int64_t j) { return hn::Add(AbsBits(hn::LoadU(df, b + j)), bias); });
+  const auto all = hn::Max(hn::Max(m[0], m[1]), hn::Max(m[2], m[3]));
+  bool below = hn::GetLane(hn::MaxOfLanes(du, all)) < kInfBits;
+  const auto abs_bits = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    return u & kAbsMask;
+  };
+  for (int64_t i = ia; i < na && below; ++i) below = abs_bits(a[i]) < kInfBits;
+  for (int64_t i = ib; i < nb && below; ++i) below = abs_bits(b[i]) + b_bias < kInfBits;
+  return below;
 }
 
 // Index of the first of p[0 .. n) outside [lo, hi) (lo is 0 or -1; hi >= 1, or kNoLimit), or n.
@@ -324,6 +357,7 @@ namespace dsv4cpu::detail {
 HWY_EXPORT(FirstNonFinite);
 HWY_EXPORT(FirstNonFiniteSum);
 HWY_EXPORT(FiniteWithSum);
+HWY_EXPORT(FiniteAndBelow);
 HWY_EXPORT(FirstOutside32);
 HWY_EXPORT(FirstOutside64);
 HWY_EXPORT(FirstNanCode);
@@ -387,6 +421,11 @@ uint16_t max_magnitude16(const uint16_t* x, int64_t n, int num_threads) {
 
 bool finite_with_sum(const float* a, const float* b, const float* c, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(FiniteWithSum)(a, b, c, n);
+}
+
+bool finite_and_below(const float* a, int64_t na, const float* b, int64_t nb, int below_log2) {
+  return HWY_DYNAMIC_DISPATCH(FiniteAndBelow)(a, na, b, nb,
+                                              static_cast<uint32_t>(128 - below_log2) << 23);
 }
 
 int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threads) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -62,6 +63,48 @@ TEST(CheckScans, FirstNonFiniteIsTheFirstNanOrInf) {
         for (size_t i = 0; i < x.size(); ++i)
           all = all && std::isfinite(x[i]) && std::isfinite(a[i]) && std::isfinite(a[i] + b[i]);
         EXPECT_EQ(detail::finite_with_sum(x.data(), a.data(), b.data(), n), all) << target;
+      }
+  });
+}
+
+TEST(CheckScans, FiniteAndBelowIsTheBoundOnEveryElement) {
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  const float two127 = std::ldexp(1.0f, 127), below127 = std::nextafter(two127, 0.0f);
+  const float a[] = {1.0f, -2.0f, FLT_MAX}, b[] = {below127, -below127, two127, -two127};
+  EXPECT_TRUE(detail::finite_and_below(a, 3, b, 2, 127));
+  EXPECT_FALSE(detail::finite_and_below(a, 3, b + 2, 1, 127));  // 2^127 is not below 2^127
+  EXPECT_FALSE(detail::finite_and_below(a, 3, b + 3, 1, 127));
+  EXPECT_FALSE(detail::finite_and_below(a, 3, b, 2, 126));
+  EXPECT_TRUE(detail::finite_and_below(nullptr, 0, nullptr, 0, 126));
+  std::mt19937_64 rng(11);
+  testing::for_each_highway_target([&](const std::string& target) {
+    for (int64_t n : kLengths)
+      for (int trial = 0; trial < 8; ++trial) {
+        const int k = trial % 2 ? 127 : 126;
+        const float bound = std::ldexp(1.0f, k);
+        // Planted at one random element (or none): values at, just below and above the bound.
+        const float near[] = {bound, -bound, std::nextafter(bound, 0.0f),
+                              -std::nextafter(bound, 0.0f), std::nextafter(bound, inf),
+                              FLT_MAX, inf, -inf, nan};
+        std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+        for (size_t i = 0; i < x.size(); ++i) {
+          x[i] = std::ldexp(static_cast<float>(rng() % 1000) - 500.0f,
+                            static_cast<int>(rng() % 240) - 120);
+          y[i] = std::ldexp(static_cast<float>(rng() % 1000) - 500.0f,
+                            static_cast<int>(rng() % 240) - 120);
+        }
+        if (n > 0 && trial % 4 != 0) {
+          auto& row = trial % 4 == 1 ? x : y;
+          row[rng() % static_cast<uint64_t>(n)] = near[rng() % 9];
+        }
+        // The row lengths differ: the a row is a prefix of x.
+        const int64_t na = n - static_cast<int64_t>(rng() % 3 == 0 && n > 0);
+        bool want = true;
+        for (int64_t i = 0; i < na; ++i) want = want && std::isfinite(x[static_cast<size_t>(i)]);
+        for (float v : y) want = want && std::fabs(v) < bound;  // false for NaN
+        EXPECT_EQ(detail::finite_and_below(x.data(), na, y.data(), n, k), want)
+            << target << " n=" << n << " k=" << k;
       }
   });
 }

@@ -197,6 +197,46 @@ DSV4CPU_RUN_TEST(SavePartialStates, BitCopyAndIeeeSumsWhateverTheCallersMxcsr,
   });
 }
 
+// The finiteness pass reads only kv and score for a token whose ape row and score row are below
+// 2^127 in magnitude (api/save_partial_states.cpp): their sums are at most 2·(2^127 - 2^103) =
+// FLT_MAX. The sums past that bound are decided exactly: FLT_MAX + 2^102 rounds to FLT_MAX, and
+// FLT_MAX + 2^103, a tie, to the even neighbour, infinity.
+DSV4CPU_RUN_TEST(SavePartialStates, SumsPastTheReadOnlyBoundAreDecidedExactly,
+                 "save_partial_states") {
+  const float below127 = std::nextafter(0x1p127f, 0.0f);
+  testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
+    SaveCase c(2, 256, 4, 1, 4);
+    c.positions = {1, 2};
+    c.slots = {0, 1};
+    c.score[0] = below127;  // token 0, ape row 1: within the bound, the largest sum
+    c.ape[256 + 0] = below127;
+    c.score[1] = -FLT_MAX;  // token 0: past the bound, the sum finite
+    c.ape[256 + 1] = -0x1p102f;
+    c.score[256 + 2] = FLT_MAX;  // token 1, ape row 2 past the bound
+    c.ape[512 + 2] = -0x1p127f;
+    c.run(run.options());
+    EXPECT_EQ(c.row(0)[256], FLT_MAX) << run.label();
+    EXPECT_EQ(c.row(0)[257], -FLT_MAX) << run.label();
+    EXPECT_EQ(c.row(1)[258], FLT_MAX - 0x1p127f) << run.label();
+  });
+  const auto overflow = [](int64_t i, float score, float ape) {
+    SaveCase c(2, 256, 4, 1, 4);
+    c.positions = {1, 2};
+    c.slots = {0, 1};
+    c.score[static_cast<size_t>(256 + i)] = score;
+    c.ape[static_cast<size_t>(512 + i)] = ape;
+    return expect_error(c, "NonFiniteError");
+  };
+  EXPECT_EQ(overflow(5, FLT_MAX, 0x1p103f),  // a score past the bound, the ape row within it
+            "dsv4cpu::save_partial_states: token 1 (position 2): score + ape channel 5 = inf: "
+            "intermediate overflow, from score[1, 5] = 3.4028235e+38 and ape[2, 5] = "
+            "1.0141205e+31 (expected finite; nothing was written)");
+  EXPECT_EQ(overflow(6, below127, 0x1.8p127f),  // the score row within the bound, ape past it
+            "dsv4cpu::save_partial_states: token 1 (position 2): score + ape channel 6 = inf: "
+            "intermediate overflow, from score[1, 6] = 1.7014117e+38 and ape[2, 6] = "
+            "2.5521178e+38 (expected finite; nothing was written)");
+}
+
 DSV4CPU_RUN_TEST(SavePartialStates, ZeroSizeIsNoOp, "save_partial_states") {
   testing::for_each_run("save_partial_states", [&](const testing::Run& run) {
     SaveCase c(0, 1024, 4, 2, 4);
