@@ -94,6 +94,24 @@ int64_t FirstNonFiniteSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT
       [&](int64_t i) { return a[i] + b[i]; });
 }
 
+// Four running maxima of the lanes bits(i) over the whole vectors of [0, n): four chains of Max
+// instead of one. Returns the first index not folded (the tail, for the caller's scalar loop).
+template <class V, class Bits>
+HWY_INLINE int64_t FoldMax4(V (&m)[4], int64_t n, const Bits& bits) {
+  const auto N = static_cast<int64_t>(hn::Lanes(DU32()));
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N)
+    for (int k = 0; k < 4; ++k) m[k] = hn::Max(m[k], bits(i + k * N));
+  for (; i + N <= n; i += N) m[0] = hn::Max(m[0], bits(i));
+  return i;
+}
+
+// The largest lane of the four maxima.
+template <class V>
+HWY_INLINE uint32_t MaxOf4(const V (&m)[4]) {
+  return hn::GetLane(hn::MaxOfLanes(DU32(), hn::Max(hn::Max(m[0], m[1]), hn::Max(m[2], m[3]))));
+}
+
 // True iff a[0 .. n), b[0 .. n) and every RN(b[i] + c[i]) are finite: one pass over three rows.
 // A sum with an infinite or NaN operand is infinite or NaN, so a finite sum has a finite b[i]:
 // only the sums are tested. Four running maxima: with one, the check of a prefill's rows (32 MiB)
@@ -102,22 +120,13 @@ bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                    const float* HWY_RESTRICT c, int64_t n) {
   const DF32 df;
   const DU32 du;
-  const auto N = static_cast<int64_t>(hn::Lanes(df));
   decltype(hn::Zero(du)) m[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
   // a first, then b with c: a and b are often the halves of one row (kv and score of kv_score),
   // so the pass reads memory in address order, which the prefetchers follow across pages.
-  const auto scan = [&](const auto& bits) {
-    int64_t i = 0;
-    for (; i + 4 * N <= n; i += 4 * N)
-      for (int k = 0; k < 4; ++k) m[k] = hn::Max(m[k], bits(i + k * N));
-    for (; i + N <= n; i += N) m[0] = hn::Max(m[0], bits(i));
-    return i;
-  };
-  scan([&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
-  int64_t i = scan(
-      [&](int64_t j) { return AbsBits(hn::Add(hn::LoadU(df, b + j), hn::LoadU(df, c + j))); });
-  const auto all = hn::Max(hn::Max(m[0], m[1]), hn::Max(m[2], m[3]));
-  bool finite = hn::GetLane(hn::MaxOfLanes(du, all)) < kInfBits;
+  FoldMax4(m, n, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
+  const auto sum = [&](int64_t j) { return hn::Add(hn::LoadU(df, b + j), hn::LoadU(df, c + j)); };
+  int64_t i = FoldMax4(m, n, [&](int64_t j) { return AbsBits(sum(j)); });
+  bool finite = MaxOf4(m) < kInfBits;
   for (; i < n; ++i) finite = finite && std::isfinite(a[i]) && std::isfinite(b[i] + c[i]);
   return finite;
 }
@@ -129,28 +138,18 @@ bool FiniteAndBelow(const float* HWY_RESTRICT a, int64_t na, const float* HWY_RE
                     int64_t nb, uint32_t b_bias) {
   const DF32 df;
   const DU32 du;
-  const auto N = static_cast<int64_t>(hn::Lanes(df));
   decltype(hn::Zero(du)) m[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
   const auto bias = hn::Set(du, b_bias);
-  const auto scan = [&](int64_t n, const auto& bits) {
-    int64_t i = 0;
-    for (; i + 4 * N <= n; i += 4 * N)
-      for (int k = 0; k < 4; ++k) m[k] = hn::Max(m[k], bits(i + k * N));
-    for (; i + N <= n; i += N) m[0] = hn::Max(m[0], bits(i));
-    return i;
-  };
-  const int64_t ia = scan(na, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
+  const int64_t ia = FoldMax4(m, na, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
   const int64_t ib =
-      scan(nb, [&](int64_t j) { return hn::Add(AbsBits(hn::LoadU(df, b + j)), bias); });
-  const auto all = hn::Max(hn::Max(m[0], m[1]), hn::Max(m[2], m[3]));
-  bool below = hn::GetLane(hn::MaxOfLanes(du, all)) < kInfBits;
-  const auto abs_bits = [](float x) {
+      FoldMax4(m, nb, [&](int64_t j) { return hn::Add(AbsBits(hn::LoadU(df, b + j)), bias); });
+  bool below = MaxOf4(m) < kInfBits;
+  for (int64_t i = ia; i < na && below; ++i) below = std::isfinite(a[i]);
+  for (int64_t i = ib; i < nb && below; ++i) {
     uint32_t u;
-    std::memcpy(&u, &x, sizeof u);
-    return u & kAbsMask;
-  };
-  for (int64_t i = ia; i < na && below; ++i) below = abs_bits(a[i]) < kInfBits;
-  for (int64_t i = ib; i < nb && below; ++i) below = abs_bits(b[i]) + b_bias < kInfBits;
+    std::memcpy(&u, &b[i], sizeof u);
+    below = (u & kAbsMask) + b_bias < kInfBits;
+  }
   return below;
 }
 
