@@ -64,9 +64,12 @@ void validate(Fp8PagedMqaLogitsArgs& a, const Options& o) {
   // (d) every seq_lens element is a row length in [0, S] (1-D form: that of row next_n − 1, the
   // longest of its batch entry) whose pages fit the page table; then the covered entries.
   const int64_t S = a.max_seq_len, P = a.block_size, MP = a.page_table.size(1);
-  const PageFit fit{
-      1, P, MP, "ceil(seq_len / block_size) <= " + std::to_string(MP) + " = page_table columns"};
-  check_lengths(op, "seq_lens", a.seq_lens, S, "max_seq_len = " + std::to_string(S), &fit);
+  const PageFit fit{1, P, MP, [](int64_t mp) {
+                      return "ceil(seq_len / block_size) <= " + std::to_string(mp) +
+                             " = page_table columns";
+                    }};
+  check_lengths(op, "seq_lens", a.seq_lens, S,
+                [](int64_t s) { return "max_seq_len = " + std::to_string(s); }, &fit);
   const IndexReader seq_lens(a.seq_lens);
   std::vector<int64_t> covered(static_cast<size_t>(a.B), 0);  // pages read per batch entry
   for (int64_t b = 0; b < a.B; ++b)

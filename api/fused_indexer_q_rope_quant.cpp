@@ -42,8 +42,9 @@ void validate(FusedIndexerQRopeQuantArgs& a, const Options& o) {
   check_outputs_disjoint(op, "q_fp8", a.q_fp8, "weights_out", a.weights_out);
   // (d) positions index the table
   const int64_t R = a.cos_sin_cache.size(0);
-  const Limit rows{R, "position beyond the cos/sin table",
-                   "position < " + std::to_string(R) + " = rows of cos_sin_cache"};
+  const Limit rows{R, "position beyond the cos/sin table", [](int64_t r) {
+                     return "position < " + std::to_string(r) + " = rows of cos_sin_cache";
+                   }};
   check_positions(op, a.positions, &rows);
   // (e) finiteness of q, weights and the table rows used (row-major over the table)
   if (!o.check_finite) return;

@@ -65,8 +65,9 @@ void validate(FusedQnormRopeKvInsertArgs& a, const Options& o) {
       check_no_overlap(op, name, *out, in_name, *in);
   check_outputs_disjoint(op, "swa_cache", a.swa_cache, "q_out", a.q_out);
   // (d) positions index the table; slots in range and the valid ones distinct.
-  const Limit rows{R, "position beyond the cos/sin table",
-                   "position < " + std::to_string(R) + " = rows of cos_sin_cache"};
+  const Limit rows{R, "position beyond the cos/sin table", [](int64_t r) {
+                     return "position < " + std::to_string(r) + " = rows of cos_sin_cache";
+                   }};
   check_positions(op, a.positions, &rows);
   check_distinct_slots(op, "slot_mapping", a.slot_mapping,
                        {a.swa_cache.size(0), a.cache_block_size, "the SWA cache", "entries"});

@@ -57,8 +57,10 @@ void validate(IndexerTopkArgs& a, const Options& o) {
   const int64_t P = a.block_size, MB = a.block_table.size(1);
   check_pages_fit(
       op, "seq_lens", a.seq_lens,
-      {4, P, MB,
-       "ceil((seq_len / 4) / block_size) <= " + std::to_string(MB) + " = block_table columns"});
+      {4, P, MB, [](int64_t mb) {
+         return "ceil((seq_len / 4) / block_size) <= " + std::to_string(mb) +
+                " = block_table columns";
+       }});
   std::vector<int64_t> covered(static_cast<size_t>(a.R));
   for (int64_t r = 0; r < a.R; ++r) covered[static_cast<size_t>(r)] = pages_for(seq_lens(r) / 4, P);
   check_covered_blocks(op, "block_table", a.block_table, covered,

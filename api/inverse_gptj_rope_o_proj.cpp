@@ -36,8 +36,9 @@ void validate(InverseGptjRopeOProjArgs& a, const Options& o) {
   check_no_overlap(op, "out", a.out, "cos_sin_cache", a.cos_sin_cache);
   // (d) positions index the table.
   const int64_t R = a.cos_sin_cache.size(0);
-  const Limit rows{R, "position beyond the cos/sin table",
-                   "position < " + std::to_string(R) + " = rows of cos_sin_cache"};
+  const Limit rows{R, "position beyond the cos/sin table", [](int64_t r) {
+                     return "position < " + std::to_string(r) + " = rows of cos_sin_cache";
+                   }};
   check_positions(op, a.positions, &rows);
   // (e) o, then the table rows used, unless the kernel checks them while writing out.
   if (!o.check_finite || a.out.empty()) return;

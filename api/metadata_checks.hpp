@@ -17,8 +17,9 @@ namespace dsv4cpu::detail {
 // positions >= 0, and < max_model_len when that is given (> 0).
 inline void check_positions_below(const char* op, const TensorView& positions,
                                   int64_t max_model_len) {
-  const Limit below{max_model_len, "not below max_model_len",
-                    "position < max_model_len = " + std::to_string(max_model_len)};
+  const Limit below{max_model_len, "not below max_model_len", [](int64_t m) {
+                      return "position < max_model_len = " + std::to_string(m);
+                    }};
   check_positions(op, positions, max_model_len > 0 ? &below : nullptr);
 }
 

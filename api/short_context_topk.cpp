@@ -17,7 +17,7 @@ void validate(ShortContextTopkArgs& a, const Options&) {
   check_topk_output(op, "topk_indices", a.topk_indices, a.T, kIndexerTopk);
   check_no_overlap(op, "topk_indices", a.topk_indices, "positions", a.positions);
   const Limit fill{4 * kIndexerTopk + 3, "too many entries for the short-context fill",
-                   "(position + 1) / 4 <= 512"};  // positions up to 4·512 + 2
+                   [](int64_t) { return std::string("(position + 1) / 4 <= 512"); }};  // 4·512 + 2
   check_positions(op, a.positions, &fill);
 }
 

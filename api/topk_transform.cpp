@@ -48,9 +48,12 @@ void validate(TopkTransformArgs& a, const Options&) {
   // (d) lengths, then (with page_indices) the covered page-table entries (§5.5), whose slots
   // (entry << log2 P) + P - 1 must fit int32.
   const int64_t P = a.page_size, MP = paged ? a.page_table.size(1) : 0;
-  const PageFit fit{1, P, MP,
-                    "ceil(seq_len / page_size) <= " + std::to_string(MP) + " = page_table columns"};
-  check_lengths(op, "seq_lens", a.seq_lens, a.S, std::to_string(a.S) + " = scores columns",
+  const PageFit fit{1, P, MP, [](int64_t mp) {
+                      return "ceil(seq_len / page_size) <= " + std::to_string(mp) +
+                             " = page_table columns";
+                    }};
+  check_lengths(op, "seq_lens", a.seq_lens, a.S,
+                [](int64_t s) { return std::to_string(s) + " = scores columns"; },
                 paged ? &fit : nullptr);
   if (a.S > (int64_t{1} << 31))  // a row of more than 8 GiB: its indices may not fit I32
     check_i32_row_lengths(op, "seq_lens", a.seq_lens, 1, "raw_indices");
@@ -61,7 +64,10 @@ void validate(TopkTransformArgs& a, const Options&) {
   const int64_t limit = int64_t{std::numeric_limits<int32_t>::max()} - (P - 1);
   check_covered_blocks(op, "page_table", a.page_table, covered,
                        {limit < 0 ? 0 : (limit >> a.page_shift) + 1, "slot does not fit in int32",
-                        "(block id << log2(page_size)) + page_size - 1 <= 2^31 - 1"});
+                        [](int64_t) {
+                          return std::string(
+                              "(block id << log2(page_size)) + page_size - 1 <= 2^31 - 1");
+                        }});
 }
 
 }  // namespace detail

@@ -40,6 +40,7 @@ family_targets() {
     insert) echo prop_attention test_attention_insert ;;
     numerics) echo prop_numerics_hwy test_numerics_fma ;;
     checks) echo test_check_scans prop_check_scans test_hostile_inputs test_compressor_bad_input \
+                 test_call_allocations \
                  test_overlap test_indexer_bad_input test_metadata_bad_input \
                  test_attention_bad_input ;;
     checker) echo test_checker test_contracts test_oracle ;;

@@ -113,7 +113,8 @@ void check_positions(const char* op, const TensorView& positions, const Limit* b
   if (t == positions.numel()) return;
   const int64_t p = IndexReader(positions)(t);
   if (p < 0) fail<IndexError>(op, "positions", {t}, str(p), "negative position", ">= 0");
-  fail<IndexError>(op, "positions", {t}, str(p), below->problem, below->expected);
+  fail<IndexError>(op, "positions", {t}, str(p), below->problem,
+                   below->expected(below->value));
 }
 
 void check_request_indices(const char* op, const char* name, const TensorView& v, int64_t R) {
@@ -202,7 +203,7 @@ namespace {
 // The first element of `lengths` (row-major) failing [0, max_len] (when `max_text` is given) or
 // `fit`; fails there.
 void scan_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
-                  const std::string* max_text, const PageFit* fit) {
+                  ExpectedText max_text, const PageFit* fit) {
   const IndexReader len(lengths);
   const bool two_d = lengths.rank() == 2;
   const int64_t rows = lengths.size(0), cols = two_d ? lengths.size(1) : 1;
@@ -216,18 +217,18 @@ void scan_lengths(const char* op, const char* name, const TensorView& lengths, i
       if (!in_range)
         fail<IndexError>(op, name, std::move(idx), str(L),
                          L < 0 ? "negative length" : "longer than the row width",
-                         "0 <= seq_len <= " + *max_text);
+                         "0 <= seq_len <= " + max_text(max_len));
       fail<IndexError>(op, name, std::move(idx), str(L),
                        "needs " + str(pages) + " pages of " + str(fit->P) + " entries",
-                       fit->expected);
+                       fit->expected(fit->MP));
     }
 }
 
 }  // namespace
 
 void check_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
-                   const std::string& max_text, const PageFit* fit) {
-  scan_lengths(op, name, lengths, max_len, &max_text, fit);
+                   ExpectedText max_text, const PageFit* fit) {
+  scan_lengths(op, name, lengths, max_len, max_text, fit);
 }
 
 void check_pages_fit(const char* op, const char* name, const TensorView& lengths,
@@ -245,12 +246,14 @@ void check_covered_blocks(const char* op, const char* name, const TensorView& ta
         fail<IndexError>(op, name, {b, c}, str(id), "negative block id in the covered range",
                          ">= 0");
       if (id >= upper.value)
-        fail<IndexError>(op, name, {b, c}, str(id), upper.problem, upper.expected);
+        fail<IndexError>(op, name, {b, c}, str(id), upper.problem,
+                         upper.expected(upper.value));
     }
 }
 
 Limit blocks_in_cache(int64_t num_pages) {
-  return {num_pages, "block id beyond the cache", "block id < " + str(num_pages) + " = num_pages"};
+  return {num_pages, "block id beyond the cache",
+          [](int64_t n) { return "block id < " + str(n) + " = num_pages"; }};
 }
 
 void check_i32_row_lengths(const char* op, const char* name, const TensorView& lengths,

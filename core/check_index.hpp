@@ -41,12 +41,16 @@ inline constexpr int64_t kNoLimit = INT64_MAX;
 // A vector scan (core/check_hwy.cpp) on up to `num_threads` threads (core/parallel.hpp).
 int64_t first_outside(const TensorView& v, int64_t lo, int64_t hi, int num_threads = 1);
 
-// An exclusive upper bound with the words of its rule, e.g.
-// {R, "position beyond the cos/sin table", "position < 8 = rows of cos_sin_cache"}.
+// The words of a rule made from its bound, only when a check fails (a call that passes builds no
+// string), e.g. [](int64_t R) { return "position < " + std::to_string(R) + " = rows of ..."; }.
+using ExpectedText = std::string (*)(int64_t bound);
+
+// An exclusive upper bound with the words of its rule, e.g. {R, "position beyond the cos/sin
+// table", ...} whose expected(8) is "position < 8 = rows of cos_sin_cache".
 struct Limit {
   int64_t value;
   const char* problem;
-  std::string expected;
+  ExpectedText expected;
 };
 
 // query_start_loc[0] = 0 ("does not start at 0") and non-decreasing ("decreasing"); returns
@@ -104,12 +108,13 @@ void check_distinct_slots(const char* op, const char* name, const TensorView& v,
 // "needs 3 pages of 64 entries (expected <expected>)".
 struct PageFit {
   int64_t divisor, P, MP;
-  std::string expected;  // "ceil(seq_len / block_size) <= 2 = page_table columns"
+  ExpectedText expected;  // of MP: "ceil(seq_len / block_size) <= 2 = page_table columns"
 };
 // Row lengths (rank 1 or 2, row-major): 0 <= L ("negative length") <= max_len ("longer than
-// the row width", expected "0 <= seq_len <= <max_text>"), and with `fit` the pages they need.
+// the row width", expected "0 <= seq_len <= " + max_text(max_len)), and with `fit` the pages they
+// need.
 void check_lengths(const char* op, const char* name, const TensorView& lengths, int64_t max_len,
-                   const std::string& max_text, const PageFit* fit = nullptr);
+                   ExpectedText max_text, const PageFit* fit = nullptr);
 // The pages row lengths need, without a range (lengths already known to be >= 0).
 void check_pages_fit(const char* op, const char* name, const TensorView& lengths,
                      const PageFit& fit);

@@ -50,13 +50,14 @@ Options vllm_options() {
 
 // save_partial_states_cpu(Tensor kv, Tensor score, Tensor ape, Tensor positions,
 //                         Tensor(a!) state_cache, Tensor slot_mapping) -> ()
-void serve_save_partial_states(Args a, torch::jit::Stack&) {
+at::Tensor serve_save_partial_states(Args a) {
   constexpr const char* op = "save_partial_states";
   const TensorView kv = view(a[0], op, "kv"), score = view(a[1], op, "score"),
                    ape = view(a[2], op, "ape"), positions = view(a[3], op, "positions");
   const MutableTensorView state_cache = view(a[4], op, "state_cache");
   save_partial_states(kv, score, ape, positions, state_cache, view(a[5], op, "slot_mapping"),
                       vllm_options());
+  return {};
 }
 
 // The bytes [lo, hi) from the first to one past the last element (strides >= 0); an empty tensor
@@ -100,7 +101,7 @@ std::pair<at::Tensor, at::Tensor> compact_state(const at::Tensor& state_cache,
 //     int compress_ratio) -> (): vLLM's scale_clamp is "cpu" for the first, "gpu" for the second
 //     (dsv4cpu.vllm.OPTIONS, which the plugin's tests compare the bytes at).
 template <bool kIndexer>
-void serve_compress(Args a, torch::jit::Stack&) {
+at::Tensor serve_compress(Args a) {
   constexpr const char* op =
       kIndexer ? "compress_norm_rope_store_indexer" : "compress_norm_rope_store";
   const auto [state, slots] = compact_state(a[0].toTensor(), a[1].toTensor(), a[7].toTensor());
@@ -115,6 +116,7 @@ void serve_compress(Args a, torch::jit::Stack&) {
   run(state_cache, gather_slots, positions, kv_slot_mapping, rms_norm_weight, cos_sin_cache,
       kv_cache, a[5].toDouble(), a[8].toInt(), a[9].toInt(),
       kIndexer ? ScaleClamp::gpu : ScaleClamp::cpu, vllm_options());
+  return {};
 }
 
 // fused_indexer_q_rope_quant_cpu(Tensor positions, Tensor index_q,
@@ -122,7 +124,7 @@ void serve_compress(Args a, torch::jit::Stack&) {
 //     float index_weights_softmax_scale, float index_weights_head_scale,
 //     Tensor(b!) index_weights_out) -> ()
 // The views in the dsv4cpu op's argument order, so that the same argument is reported first.
-void serve_fused_indexer_q_rope_quant(Args a, torch::jit::Stack&) {
+at::Tensor serve_fused_indexer_q_rope_quant(Args a) {
   constexpr const char* op = "fused_indexer_q_rope_quant";
   const TensorView q = view(a[1], op, "q"), weights = view(a[4], op, "weights"),
                    positions = view(a[0], op, "positions"),
@@ -132,23 +134,24 @@ void serve_fused_indexer_q_rope_quant(Args a, torch::jit::Stack&) {
                              static_cast<float>(a[5].toDouble()),
                              static_cast<float>(a[6].toDouble()), q_fp8,
                              view(a[7], op, "weights_out"), vllm_options());
+  return {};
 }
 
 // inverse_gptj_rope_o_proj_cpu(Tensor o, Tensor positions, Tensor cos_sin_cache,
 //                              int rope_dim) -> Tensor
 // out (float32, o's shape) is allocated here and returned: nobody else sees it before the call
 // returns, so the op checks while it writes it (Options::fresh_outputs).
-void serve_inverse_gptj_rope_o_proj(Args a, torch::jit::Stack& results) {
+at::Tensor serve_inverse_gptj_rope_o_proj(Args a) {
   constexpr const char* op = "inverse_gptj_rope_o_proj";
   const at::Tensor& o_tensor = a[0].toTensor();
   const TensorView o = view(a[0], op, "o"), positions = view(a[1], op, "positions"),
                    cos_sin_cache = view(a[2], op, "cos_sin_cache");
-  at::Tensor out = at::empty(o_tensor.sizes(), o_tensor.options().dtype(at::kFloat));
+  at::Tensor out = at::empty(o_tensor.sizes(), at::kFloat);  // CPU: the kernel's dispatch key
   Options options = vllm_options();
   options.fresh_outputs = true;
   inverse_gptj_rope_o_proj(o, positions, cos_sin_cache, a[3].toInt(),
                            view_of(out, false, op, "out"), options);
-  results.emplace_back(std::move(out));
+  return out;
 }
 
 // Bytes of this machine's memory (dsv4cpu._wrappers.MEMORY_BYTES): no output larger is allocated.
@@ -173,7 +176,7 @@ bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes) {
 //     by the op's wrapper's rule (dsv4cpu._wrappers.allocate): a shape that cannot be allocated is
 //     passed as a placeholder (its out-of-range extents 0, or all of them), so that the op reports
 //     what else is wrong, and is reported when nothing is.
-void serve_fused_qnorm_rope_kv_insert(Args a, torch::jit::Stack& results) {
+at::Tensor serve_fused_qnorm_rope_kv_insert(Args a) {
   constexpr const char* op = "fused_qnorm_rope_kv_insert";
   const at::Tensor& q_tensor = a[0].toTensor();
   const std::vector<int64_t> shape = {q_tensor.dim() > 0 ? q_tensor.size(0) : 0, a[6].toInt(),
@@ -203,13 +206,13 @@ void serve_fused_qnorm_rope_kv_insert(Args a, torch::jit::Stack& results) {
                      "q_out: shape " + text + ": cannot be allocated (expected no negative " +
                          "extent and at most " + std::to_string(memory_bytes()) + " bytes)");
   }
-  results.emplace_back(std::move(q_out));
+  return q_out;
 }
 
 struct NativeOp {
   const char* name;  // vLLM's operator
   size_t arguments;  // in vLLM's schema
-  void (*serve)(Args, torch::jit::Stack&);
+  at::Tensor (*serve)(Args);  // the result, undefined for an op that returns nothing
 };
 
 constexpr NativeOp kNativeOps[] = {
@@ -245,14 +248,14 @@ class NativeKernel final : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) const {
     const NativeOp& op = kNativeOps[index_];
     g_served[index_].fetch_add(1, std::memory_order_relaxed);
-    torch::jit::Stack results;
+    at::Tensor result;
     try {
-      op.serve(torch::jit::last(*stack, op.arguments), results);
+      result = op.serve(torch::jit::last(*stack, op.arguments));
     } catch (const Error& e) {
       raise_typed(e);
     }
     torch::jit::drop(*stack, op.arguments);
-    for (c10::IValue& r : results) torch::jit::push(*stack, std::move(r));
+    if (result.defined()) torch::jit::push(*stack, std::move(result));
   }
 
  private:
