@@ -1,6 +1,7 @@
 // save_partial_states (compressor.md §3): the validation (bad-input.md §1.4 order, §4 tables), run
 // before any variant so that every variant throws the same error, and the public entry point: pack
 // the arguments, detail::run (api/registry.hpp).
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,7 +57,8 @@ void validate(SavePartialStatesArgs& a, const Options& o) {
   // token uses is read once: when it and the token's score row are below 2^127 in magnitude, every
   // sum is finite (|score + ape| <= 2·(2^127 - 2^103) = FLT_MAX), so the pass reads only the kv
   // and score rows; a token past that bound is decided by its sums.
-  bool small_ape[128] = {}, seen[128] = {};  // r <= 128
+  bool small_ape[128], seen[128];  // r <= 128; small_ape[q] is set where seen[q]
+  std::fill_n(seen, a.r, false);
   for (int64_t t = 0; t < a.N; ++t) {
     const auto q = static_cast<size_t>(pos(t) % a.r);
     if (slot(t) < 0 || seen[q]) continue;
