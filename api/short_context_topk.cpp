@@ -16,8 +16,9 @@ void validate(ShortContextTopkArgs& a, const Options&) {
   a.T = a.positions.size(0);
   check_topk_output(op, "topk_indices", a.topk_indices, a.T, kIndexerTopk);
   check_no_overlap(op, "topk_indices", a.topk_indices, "positions", a.positions);
+  // Positions up to 4·512 + 2.
   const Limit fill{4 * kIndexerTopk + 3, "too many entries for the short-context fill",
-                   [](int64_t) { return std::string("(position + 1) / 4 <= 512"); }};  // 4·512 + 2
+                   [](int64_t) { return std::string("(position + 1) / 4 <= 512"); }};
   check_positions(op, a.positions, &fill);
 }
 
