@@ -16,6 +16,7 @@ the CPU.
 """
 import functools
 import inspect
+import math
 import os
 
 import torch
@@ -305,7 +306,7 @@ def output_shape(op, arguments, name):
     """The shape of output ``name`` of ``op`` for the bound ``arguments`` (a dict by name), or
     None when the op does not request it for these arguments."""
     shape = SPECS[op][1][name][1](arguments)
-    return None if shape is None else tuple(int(e) for e in shape)
+    return None if shape is None else tuple(map(int, shape))
 
 
 #: Bytes of this machine's memory: no output larger than this is allocated.
@@ -320,12 +321,7 @@ def _itemsize(dtype):  # torch.dtype.itemsize is torch >= 2.1
 def allocatable(shape, dtype):
     """True when a tensor of ``shape`` and ``dtype`` can be allocated: no negative extent, and
     no more bytes than this machine's memory."""
-    n = _itemsize(dtype)
-    for e in shape:
-        if e < 0:
-            return False
-        n *= e
-    return n <= MEMORY_BYTES
+    return not shape or (min(shape) >= 0 and _itemsize(dtype) * math.prod(shape) <= MEMORY_BYTES)
 
 
 def _placeholder(shape, dtype):
@@ -382,11 +378,12 @@ RESULTS = {"indexer_metadata": _indexer_metadata_results}
 
 def _parameters(sch, outputs):
     """The wrapper's signature: inputs and scalars in the schema's order (optional ones default
-    to None), then keyword-only the outputs (allocated when None) and the options."""
+    to None), then keyword-only the outputs (allocated when None) and the options;
+    ``fresh_outputs`` defaults to None (the wrapper decides, see _FRESH_OUTPUTS)."""
     positional, keyword = [], []
     for a in sch.arguments:
         if a.name in outputs or a.kwarg_only:
-            default = None if a.name in outputs else a.default_value
+            default = None if a.name in outputs or a.name == "fresh_outputs" else a.default_value
             keyword.append(inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY,
                                              default=default))
             continue
@@ -409,50 +406,83 @@ _OPTIONS = """
     threads the optimized variants use; None, the default: ``torch.get_num_threads()`` at the
     call; 0: OpenMP's default). Results never depend on the variant's thread count."""
 
-_FRESH_OUTPUTS = """ ``fresh_outputs`` (default False): the caller drops the outputs if the call
+_FRESH_OUTPUTS = """ ``fresh_outputs``: True says the caller drops the outputs if the call
     raises, so the op may check while it writes them (they then hold unspecified values after an
-    error); the wrapper sets it when it allocated every output, unless it is given."""
+    error); None, the default: True when the wrapper allocated every output, else False."""
 
 
-def _binder(signature):
-    """``signature.bind`` with the defaults applied, as a dict by name, at a small share of its
-    cost (a decode-sized op runs in microseconds): a call that does not bind goes to ``inspect``,
-    which raises its TypeError."""
-    parameters = signature.parameters.values()
-    positional = [p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
-    names = frozenset(signature.parameters)
-    defaults = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
-    required = frozenset(p.name for p in parameters if p.default is inspect.Parameter.empty)
-
-    def bind(args, kwargs):
-        if len(args) <= len(positional) and not kwargs.keys() - names:
-            given = dict(zip(positional, args))
-            if not kwargs.keys() & given.keys():
-                given.update(kwargs)
-                if required <= given.keys():
-                    return {**defaults, **given}
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return dict(bound.arguments)
-    return bind
+def _raise_too_large(op, arguments, name):
+    """The op accepted the placeholder of output ``name``: its shape alone is at fault."""
+    shape = list(output_shape(op, arguments, name))
+    raise errors.ValueError(
+        f"dsv4cpu::{op}: {name}: shape {shape}: cannot be allocated (expected no negative extent "
+        f"and at most {MEMORY_BYTES} bytes)", op, name, (), str(shape))
 
 
-def _caller(operator, sch):
-    """Calls the operator's overload with ``arguments`` (a dict by name): the schema's positional
-    arguments by position, a keyword-only one by keyword only where it differs from the schema's
-    default (torch parses each keyword: a decode-sized call notices)."""
-    overload = getattr(operator, "default", operator)
-    positional = [a.name for a in sch.arguments if not a.kwarg_only]
-    keywords = [(a.name, a.default_value) for a in sch.arguments if a.kwarg_only]
-
-    def call(arguments):
-        given = {}
-        for name, default in keywords:
-            value = arguments[name]
-            if not (value is default or (type(value) is type(default) and value == default)):
-                given[name] = value
-        return errors.call(overload, *[arguments[name] for name in positional], **given)
-    return call
+def _source(op, sch, signature, outputs):
+    """The wrapper of ``op`` as Python source: a function with the wrapper's signature (so that
+    Python binds its arguments), whose defaults are the names ``_default_<argument>`` and which
+    calls ``_operator`` (the overload), ``_allocate``, ``_raise_too_large``, ``_typed`` and
+    ``_results`` of its namespace. Generated, not generic: a decode-sized op runs in microseconds,
+    and a generic wrapper's binding and option loop took longer than the op."""
+    names = list(signature.parameters)
+    written = [a.name for a in sch.arguments if is_written(a)]
+    returns = [r.name for r in sch.returns]
+    lines = []
+    params, keyword_only = [], False
+    for p in signature.parameters.values():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
+            params.append("*")
+            keyword_only = True
+        params.append(p.name if p.default is inspect.Parameter.empty
+                      else f"{p.name}=_default_{p.name}")
+    lines.append(f"def {op}({', '.join(params)}):")
+    by_name = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
+    # An op that writes only outputs the wrapper can allocate: when it allocated every one, no one
+    # else sees them, so the op may check while it writes them (Options::fresh_outputs).
+    private = bool(outputs) and "fresh_outputs" in names and set(written) <= set(outputs)
+    if outputs:
+        if private:
+            lines.append(f"    _fresh = {' and '.join(f'{o} is None' for o in outputs)}")
+        lines.append(f"    _arguments = {by_name}")
+        lines.append("    _too_large = None")
+        for o in outputs:
+            lines += [f"    if {o} is None:",
+                      f"        {o}, _fits = _allocate(_arguments, {o!r})",
+                      f"        _arguments[{o!r}] = {o}",
+                      f"        if not _fits and _too_large is None:",
+                      f"            _too_large = {o!r}"]
+    if "fresh_outputs" in names:
+        lines += ["    if fresh_outputs is None:",
+                  f"        fresh_outputs = {'_fresh' if private else 'False'}"]
+    # The schema's positional arguments by position; a keyword-only one by keyword only where it
+    # is not the schema's default (torch parses each keyword: a decode-sized call notices).
+    call = ", ".join(a.name for a in sch.arguments if not a.kwarg_only)
+    options = [a for a in sch.arguments if a.kwarg_only]
+    if options:
+        lines.append("    _given = {}")
+        for a in options:
+            lines += [f"    if {a.name} is not _schema_default_{a.name}:",
+                      f"        _given[{a.name!r}] = {a.name}"]
+        call += (", " if call else "") + "**_given"
+    lines += ["    try:", f"        _result = _operator({call})",
+              "    except Exception as _exc:",
+              "        _typed_error = _typed(_exc)",
+              "        if _typed_error is None:",
+              "            raise",
+              "        raise _typed_error from None"]
+    if outputs:
+        lines += ["    if _too_large is not None:",
+                  f"        _raise_too_large({op!r}, _arguments, _too_large)"]
+    if not returns:
+        lines.append(f"    return {', '.join(written) or 'None'}")
+    elif len(returns) == 1 and not written:
+        lines.append("    return _result")
+    else:
+        values = "".join(f"{w!r}: {w}, " for w in written)
+        result = "_result if isinstance(_result, tuple) else (_result,)"
+        lines.append(f"    return _results({{{values}**dict(zip({returns!r}, {result}))}})")
+    return "\n".join(lines) + "\n"
 
 
 def _wrapper(op):
@@ -460,44 +490,20 @@ def _wrapper(op):
     sch = schema(operator)
     doc, outputs = SPECS[op]
     signature = _parameters(sch, outputs)
-    bind, call = _binder(signature), _caller(operator, sch)
+    namespace = {"_operator": getattr(operator, "default", operator),
+                 "_allocate": lambda arguments, name: allocate(op, arguments, name),
+                 "_raise_too_large": _raise_too_large, "_typed": errors.from_exception,
+                 "_results": RESULTS.get(op, dict)}
+    for p in signature.parameters.values():
+        namespace[f"_default_{p.name}"] = p.default
+    for a in sch.arguments:
+        if a.kwarg_only:
+            namespace[f"_schema_default_{a.name}"] = a.default_value
+    exec(compile(_source(op, sch, signature, outputs), f"<dsv4cpu.{op}>", "exec"), namespace)
+    wrapper = namespace[op]
+    wrapper.__module__ = "dsv4cpu"
     written = [a.name for a in sch.arguments if is_written(a)]
     returns = [r.name for r in sch.returns]
-    # An op that writes only outputs the wrapper can allocate: when it allocated every one, no
-    # one else sees them, so the op may check while it writes them (Options::fresh_outputs).
-    private = "fresh_outputs" in signature.parameters and set(written) <= set(outputs)
-
-    def wrapper(*args, **kwargs):
-        arguments = bind(args, kwargs)
-        too_large = []
-        fresh = private
-        for name in outputs:
-            if arguments[name] is not None:
-                fresh = False
-                continue
-            arguments[name], fits = allocate(op, arguments, name)
-            if not fits:
-                too_large.append(name)
-        if fresh and "fresh_outputs" not in kwargs:
-            arguments["fresh_outputs"] = True
-        result = call(arguments)
-        if too_large:  # the op accepted the placeholder: the shape alone is at fault
-            name = too_large[0]
-            shape = list(output_shape(op, arguments, name))
-            raise errors.ValueError(
-                f"dsv4cpu::{op}: {name}: shape {shape}: cannot be allocated (expected no "
-                f"negative extent and at most {MEMORY_BYTES} bytes)", op, name, (), str(shape))
-        if not returns:
-            values = [arguments[name] for name in written]
-            return values[0] if len(values) == 1 else tuple(values) if values else None
-        result = result if isinstance(result, tuple) else (result,)
-        if len(returns) == 1 and not written:
-            return result[0]
-        results = {**{name: arguments[name] for name in written}, **dict(zip(returns, result))}
-        return RESULTS.get(op, dict)(results)
-
-    wrapper.__name__ = wrapper.__qualname__ = op
-    wrapper.__signature__ = signature
     if returns and (len(returns) > 1 or written):
         gives = "a dict of " + ", ".join(written + returns)
     elif returns:

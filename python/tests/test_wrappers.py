@@ -1,58 +1,43 @@
-"""The wrappers ``dsv4cpu.<op>``: their argument binding is ``inspect.Signature.bind``'s (with
-the defaults applied), for calls that bind and for calls that do not, and the options they are
-given reach the op."""
+"""The wrappers ``dsv4cpu.<op>``: each is a function whose signature is the one its schema
+implies (so Python binds its arguments as ``inspect.Signature.bind`` does), and the options they
+are given reach the op."""
 import inspect
-import random
 
 import pytest
 import torch
 
 import dsv4cpu
 from dsv4cpu import errors
-from dsv4cpu._wrappers import WRAPPERS, _binder
-
-
-def inspect_bind(signature, args, kwargs):
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        return f"TypeError: {exc}"
-    bound.apply_defaults()
-    return dict(bound.arguments)
-
-
-def fast_bind(bind, args, kwargs):
-    try:
-        return bind(args, kwargs)
-    except TypeError as exc:
-        return f"TypeError: {exc}"
+from dsv4cpu._extension import ops, schema, tools
+from dsv4cpu._wrappers import SPECS, WRAPPERS, _parameters
 
 
 @pytest.mark.parametrize("op", sorted(WRAPPERS))
-def test_binding_is_inspects(op):
-    """Random calls: a prefix of the positional parameters (one too many at most) by position,
-    the others by keyword or not (half the calls give every required one, the others may give one
-    twice or miss one), now and then an unknown keyword; every value a distinct object."""
-    signature = WRAPPERS[op].__signature__
-    bind = _binder(signature)
-    positional = [n for n, p in signature.parameters.items()
-                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
-    rng = random.Random(op)
-    outcomes = set()
-    for _ in range(300):
-        args = tuple(object() for _ in range(rng.randint(0, len(positional) + 1)))
-        complete = rng.random() < 0.5
-        kwargs = {n: object() for i, (n, p) in enumerate(signature.parameters.items())
-                  if (complete and i >= len(args) and p.default is inspect.Parameter.empty)
-                  or rng.random() < (0.3 if complete and i < len(args) else 0.5)}
-        if complete and rng.random() < 0.8:  # no duplicates
-            kwargs = {n: v for n, v in kwargs.items() if n not in positional[:len(args)]}
-        if rng.random() < 0.1:
-            kwargs["no_such_argument"] = object()
-        want = inspect_bind(signature, args, kwargs)
-        assert fast_bind(bind, args, kwargs) == want, (len(args), sorted(kwargs))
-        outcomes.add(isinstance(want, dict))
-    assert outcomes == {True, False}  # both kinds of call were tried
+def test_signature_is_the_schemas(op):
+    """Inputs and scalars in the schema's order with its defaults (None for an optional one),
+    then keyword-only the outputs (None) and the options (``fresh_outputs``: None)."""
+    sch = schema(getattr(ops, op, None) or getattr(tools, op))
+    want = _parameters(sch, SPECS[op][1])
+    assert inspect.signature(WRAPPERS[op]) == want
+    kinds = [p.kind for p in want.parameters.values()]
+    assert kinds == sorted(kinds)  # positional-or-keyword, then keyword-only
+    assert [n for n in want.parameters if n not in SPECS[op][1]] == [a.name for a in sch.arguments
+                                                                      if a.name not in SPECS[op][1]]
+    for a in sch.arguments:
+        p = want.parameters[a.name]
+        if a.name in SPECS[op][1] or a.name == "fresh_outputs":
+            assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None
+        elif a.kwarg_only:
+            assert p.kind is inspect.Parameter.KEYWORD_ONLY and p.default == a.default_value
+
+
+def test_a_call_that_does_not_bind_raises_pythons_type_error():
+    with pytest.raises(TypeError, match="rope_dim"):
+        dsv4cpu.inverse_gptj_rope_o_proj(torch.zeros(1, 1, 2), torch.zeros(1), torch.zeros(1, 2))
+    with pytest.raises(TypeError, match="no_such_argument"):
+        dsv4cpu.save_partial_states(*[torch.zeros(1)] * 6, no_such_argument=1)
+    with pytest.raises(TypeError, match="positional"):
+        dsv4cpu.inverse_gptj_rope_o_proj(*[torch.zeros(1)] * 5)  # out is keyword-only
 
 
 def test_a_call_by_position_and_one_by_keyword_agree():
