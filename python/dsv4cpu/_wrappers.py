@@ -419,12 +419,13 @@ def _raise_too_large(op, arguments, name):
         f"and at most {MEMORY_BYTES} bytes)", op, name, (), str(shape))
 
 
-def _source(op, sch, signature, outputs):
+def _source(op, operator, sch, signature, outputs):
     """The wrapper of ``op`` as Python source: a function with the wrapper's signature (so that
     Python binds its arguments), whose defaults are the names ``_default_<argument>`` and which
-    calls ``_operator`` (the overload), ``_allocate``, ``_raise_too_large``, ``_typed`` and
-    ``_results`` of its namespace. Generated, not generic: a decode-sized op runs in microseconds,
-    and a generic wrapper's binding and option loop took longer than the op."""
+    calls ``_operator`` (the default overload) or ``_no_options``, ``_allocate``,
+    ``_raise_too_large``, ``_typed`` and ``_results`` of its namespace. Generated, not generic:
+    a decode-sized op runs in microseconds, and a generic wrapper's binding and option loop took
+    longer than the op."""
     names = list(signature.parameters)
     written = [a.name for a in sch.arguments if is_written(a)]
     returns = [r.name for r in sch.returns]
@@ -456,7 +457,9 @@ def _source(op, sch, signature, outputs):
         lines += ["    if fresh_outputs is None:",
                   f"        fresh_outputs = {'_fresh' if private else 'False'}"]
     # The schema's positional arguments by position; a keyword-only one by keyword only where it
-    # is not the schema's default (torch parses each keyword: a decode-sized call notices).
+    # is not the schema's default (torch parses each keyword: a decode-sized call notices). An op
+    # with options runs as its overload .no_options (the tooling has none) when every option is at
+    # its default.
     call = ", ".join(a.name for a in sch.arguments if not a.kwarg_only)
     options = [a for a in sch.arguments if a.kwarg_only]
     if options:
@@ -464,9 +467,13 @@ def _source(op, sch, signature, outputs):
         for a in options:
             lines += [f"    if {a.name} is not _schema_default_{a.name}:",
                       f"        _given[{a.name!r}] = {a.name}"]
-        call += (", " if call else "") + "**_given"
-    lines += ["    try:", f"        _result = _operator({call})",
-              "    except Exception as _exc:",
+    full = f"_operator({call}{', ' if call else ''}**_given)" if options else f"_operator({call})"
+    if options and hasattr(getattr(operator, "no_options", None), "_schema"):
+        lines += ["    try:", "        if _given:", f"            _result = {full}",
+                  "        else:", f"            _result = _no_options({call})"]
+    else:
+        lines += ["    try:", f"        _result = {full}"]
+    lines += ["    except Exception as _exc:",
               "        _typed_error = _typed(_exc)",
               "        if _typed_error is None:",
               "            raise",
@@ -491,15 +498,22 @@ def _wrapper(op):
     doc, outputs = SPECS[op]
     signature = _parameters(sch, outputs)
     namespace = {"_operator": getattr(operator, "default", operator),
+                 "_no_options": getattr(operator, "no_options", None),
                  "_allocate": lambda arguments, name: allocate(op, arguments, name),
                  "_raise_too_large": _raise_too_large, "_typed": errors.from_exception,
                  "_results": RESULTS.get(op, dict)}
     for p in signature.parameters.values():
         namespace[f"_default_{p.name}"] = p.default
+    # The schema's default of an option, as the very object the wrapper's signature holds where
+    # they are equal (a schema's default_value is a new object at each read; `is` compares).
     for a in sch.arguments:
         if a.kwarg_only:
-            namespace[f"_schema_default_{a.name}"] = a.default_value
-    exec(compile(_source(op, sch, signature, outputs), f"<dsv4cpu.{op}>", "exec"), namespace)
+            mine = signature.parameters[a.name].default
+            namespace[f"_schema_default_{a.name}"] = (
+                mine if type(mine) is type(a.default_value) and mine == a.default_value
+                else a.default_value)
+    source = _source(op, operator, sch, signature, outputs)
+    exec(compile(source, f"<dsv4cpu.{op}>", "exec"), namespace)
     wrapper = namespace[op]
     wrapper.__module__ = "dsv4cpu"
     written = [a.name for a in sch.arguments if is_written(a)]

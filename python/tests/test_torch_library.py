@@ -105,6 +105,17 @@ def test_opcheck(op):
     OPCHECK(getattr(ops, op).default, *positional(op, sample(op)))
 
 
+WITH_OPTIONS = [op for op in TENSOR_OPS if "no_options" in getattr(ops, op).overloads()]
+
+
+@needs_opcheck
+@pytest.mark.parametrize("op", WITH_OPTIONS)
+def test_opcheck_no_options(op):
+    """The overload .no_options of every op with options (the op at its default options)."""
+    args, _ = positional(op, sample(op))
+    OPCHECK(getattr(ops, op).no_options, args)
+
+
 TWINS = [op for op in TENSOR_OPS if hasattr(tools, op + "_functional")]
 
 
@@ -143,6 +154,27 @@ def test_compile_gives_the_eager_bytes(op):
     torch._dynamo.reset()
     compiled = torch.compile(call, fullgraph=True, backend="inductor")(**compiled_arguments)
     want, got = tensors_of(eager_arguments, eager), tensors_of(compiled_arguments, compiled)
+    assert len(want) == len(got)
+    for a, b in zip(want, got):
+        assert same(a, b), op
+
+
+@needs_compile
+@pytest.mark.parametrize("op", TWINS)
+def test_compile_no_options_of_the_functional_twins(op):
+    """The Functionalize kernel of an op with ``mode`` called as .no_options: its twin runs at
+    the options' defaults, and compiled gives the eager bytes."""
+    args, _ = positional(op, sample(op))
+    function = getattr(ops, op).no_options
+    eager_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    eager = function(*eager_args)
+    compiled_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: function(*a), fullgraph=True,
+                             backend="inductor")(*compiled_args)
+    want = [a for a in eager_args if isinstance(a, torch.Tensor)] + [eager] * (eager is not None)
+    got = [a for a in compiled_args if isinstance(a, torch.Tensor)] + [compiled] * (
+        compiled is not None)
     assert len(want) == len(got)
     for a, b in zip(want, got):
         assert same(a, b), op

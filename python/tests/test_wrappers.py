@@ -8,7 +8,7 @@ import torch
 
 import dsv4cpu
 from dsv4cpu import errors
-from dsv4cpu._extension import ops, schema, tools
+from dsv4cpu._extension import is_written, ops, schema, tools
 from dsv4cpu._wrappers import SPECS, WRAPPERS, _parameters
 
 
@@ -121,3 +121,59 @@ def test_the_wrapper_says_when_it_allocated_every_output():
                                     torch.tensor([0, 1]), torch.zeros(2, 4, 256),
                                     torch.tensor([0, 1]))
     assert seen.calls["save_partial_states"] is False
+
+
+def describe(argument):
+    return (argument.name, str(argument.type), is_written(argument), argument.default_value)
+
+
+def test_no_options_is_the_op_at_its_default_options():
+    """Every op with options has the overload .no_options: the same arguments but the options,
+    the same returns; it writes the bytes the default overload writes and raises its error."""
+    with_options = [op for op in WRAPPERS if hasattr(getattr(ops, op, None), "no_options")]
+    assert "save_partial_states" in with_options and "inverse_gptj_rope_o_proj" in with_options
+    for op in with_options:
+        full, plain = getattr(ops, op).default._schema, getattr(ops, op).no_options._schema
+        assert [describe(a) for a in plain.arguments] == [describe(a) for a in full.arguments
+                                                          if not a.kwarg_only], op
+        assert [describe(r) for r in plain.returns] == [describe(r) for r in full.returns], op
+    kv, score, ape = torch.randn(3, 128), torch.randn(3, 128), torch.randn(4, 128)
+    positions, slots = torch.tensor([5, 6, 7]), torch.tensor([2, 0, 5])
+    caches = [torch.zeros(2, 4, 256), torch.zeros(2, 4, 256)]
+    ops.save_partial_states.default(kv, score, ape, positions, caches[0], slots)
+    ops.save_partial_states.no_options(kv, score, ape, positions, caches[1], slots)
+    assert torch.equal(caches[0], caches[1]) and bool(caches[0].any())
+    score[1, 7] = float("inf")
+    messages = []
+    for overload in (ops.save_partial_states.default, ops.save_partial_states.no_options):
+        with pytest.raises(errors.NonFiniteError) as e:
+            errors.call(overload, kv, score, ape, positions, torch.zeros(2, 4, 256), slots)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and "score[1, 7] = inf" in messages[0]
+
+
+def test_the_wrapper_calls_no_options_at_the_default_options():
+    """At the options' defaults (not given, or given as the defaults' own objects) the wrapper
+    calls .no_options; any other option value goes to the default overload, by keyword."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            self.calls.append((func._overloadname, sorted(kwargs)))
+            return func(*args, **kwargs)
+
+    args = (torch.randn(2, 128), torch.randn(2, 128), torch.randn(4, 128), torch.tensor([0, 1]),
+            torch.zeros(2, 4, 256), torch.tensor([0, 1]))
+    seen = Seen()
+    with seen:
+        dsv4cpu.save_partial_states(*args)
+        dsv4cpu.save_partial_states(*args, check_finite=True, num_threads=None)
+        dsv4cpu.save_partial_states(*args, check_finite=False)
+        dsv4cpu.save_partial_states(*args, impl="reference", num_threads=1)
+    assert seen.calls == [("no_options", []), ("no_options", []), ("default", ["check_finite"]),
+                          ("default", ["impl", "num_threads"])]

@@ -378,7 +378,8 @@ def runners(op, args):
         if selection == "plugin":  # vLLM's own call, served by dsv4cpu
             return vllm, functools.partial(plugin_installed, op)
         # Called as an engine calls an op: positionally, the thread count torch's (set for both
-        # sides). A forced variant needs the keyword `variant`, an unchecked call the keyword
+        # sides); at the default options as the overload .no_options (torch parses no keyword).
+        # A forced variant needs the keyword `variant`, an unchecked call the keyword
         # `check_finite`. Every run of an op of ALLOCATED_PER_CALL allocates its outputs on each
         # call and says so with the keyword `fresh_outputs` where the op has it, as the plugin's
         # wrappers do.
@@ -388,7 +389,8 @@ def runners(op, args):
         if fresh and any(a.name == "fresh_outputs" for a in own.default._schema.arguments):
             keywords["fresh_outputs"] = True
         names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
-        return fresh_call(own.default, positional(own, args),
+        overload = own.default if keywords else getattr(own, "no_options", own.default)
+        return fresh_call(overload, positional(own, args),
                           [i for i, name in enumerate(names) if name in fresh],
                           keywords), contextlib.nullcontext
     return vllm, {run: dsv4(run[0], run[3]) for run in dsv4cpu_runs(op)}
