@@ -177,3 +177,28 @@ def test_the_wrapper_calls_no_options_at_the_default_options():
         dsv4cpu.save_partial_states(*args, impl="reference", num_threads=1)
     assert seen.calls == [("no_options", []), ("no_options", []), ("default", ["check_finite"]),
                           ("default", ["impl", "num_threads"])]
+
+
+def test_the_call_cost_benchmark_runs(tmp_path):
+    """tools/bench/python_calls.py (the figures of docs/python.md) on every case and way of
+    calling, with samples too short to mean anything."""
+    import importlib.util
+    import json
+    import os
+
+    from support import ROOT
+    path = os.path.join(ROOT, "tools", "bench", "python_calls.py")
+    spec = importlib.util.spec_from_file_location("python_calls", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    threads = torch.get_num_threads()
+    try:
+        assert module.main(["--repetitions", "1", "--seconds", "0.001", "-o",
+                            str(tmp_path / "calls.json")]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    results = json.loads((tmp_path / "calls.json").read_text())["results"]
+    assert [(r["op"], r["call"]) for r in results] == [
+        (op, way) for op in module.CASES for way in ("wrapper", "no_options", "default")]
+    assert all(r["seconds"] > 0 for r in results)
+    assert all(r["over_no_options"] == 1.0 for r in results if r["call"] == "no_options")
