@@ -149,11 +149,21 @@ RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t ran
     std::vector<uint64_t>& bits = scratch.bits;
     if (bits.size() < static_cast<size_t>(range / 64 + 1))
       bits.resize(static_cast<size_t>(range / 64 + 1), 0);
+    // The word of the last slot stays in a register while the next slots fall in it (a prefill's
+    // tokens fill a page's rows in order): a store and a load per run, not per slot.
+    constexpr uint64_t kNoWord = ~uint64_t{0};
+    uint64_t w = kNoWord, word = 0, lo = kNoWord, hi = 0;  // the words set lie in [lo, hi]
     int64_t t = 0;
     for (; t < n; ++t) {
       if (!writing(t)) continue;
       const auto g = static_cast<uint64_t>(slot(t));
-      uint64_t& word = bits[g / 64];
+      if (g / 64 != w) {
+        if (w != kNoWord) bits[w] = word;
+        w = g / 64;
+        word = bits[w];
+        lo = std::min(lo, w);
+        hi = std::max(hi, w);
+      }
       const uint64_t mask = uint64_t{1} << (g % 64);
       if (word & mask) {
         found.token = t;
@@ -161,8 +171,15 @@ RepeatedSlot first_repeated_slot(const TensorView& slots, int64_t n, int64_t ran
       }
       word |= mask;
     }
-    for (int64_t u = 0; u < t; ++u)  // clear what this call set
-      if (writing(u)) bits[static_cast<uint64_t>(slot(u)) / 64] = 0;
+    // Clear what this call set: the span of its words when no longer than the tokens read, else
+    // word by word.
+    if (lo <= hi && static_cast<int64_t>(hi - lo) < t) {
+      std::fill(bits.begin() + static_cast<std::ptrdiff_t>(lo),
+                bits.begin() + static_cast<std::ptrdiff_t>(hi) + 1, 0);
+    } else {
+      for (int64_t u = 0; u < t; ++u)
+        if (writing(u)) bits[static_cast<uint64_t>(slot(u)) / 64] = 0;
+    }
   } else {  // a range far larger than the tokens: their slots sorted, in linear time
     auto& sorted = scratch.a;
     sorted.clear();

@@ -296,19 +296,32 @@ TEST(CheckScans, PositionRunEndStopsAtTheFirstBreak) {
 // The repeated-slot search against a quadratic scan, for a range small enough for the bitmap and
 // ranges far beyond it (the radix sort, whose last digit is whole or 5 bits wide); at the lowest
 // thresholds every range takes the radix sort, a 10-bit range included (two digits, the second of
-// 2 bits: slots 256 apart share their first digit).
+// 2 bits: slots 256 apart share their first digit). Every fourth trial lays the slots out as a
+// prefill does, pages of 8 rows filled in order (runs of slots within one bitmap word), with now
+// and then a slot of an earlier token.
 void expect_first_repeated_slot(int64_t range, bool lowest, std::mt19937_64& rng) {
   for (int64_t n : {1, 2, 7, 100, 3000})
     for (int trial = 0; trial < 20; ++trial) {
       std::vector<int64_t> slots(static_cast<size_t>(n));
       std::vector<uint8_t> writes(static_cast<size_t>(n));
       const uint64_t span = static_cast<uint64_t>(trial % 2 ? range : 4 * n);
+      const uint64_t pages = std::max<uint64_t>(1, static_cast<uint64_t>(range) / 8);
+      uint64_t page = rng() % pages;
       for (int64_t t = 0; t < n; ++t) {
-        slots[static_cast<size_t>(t)] =
-            rng() % 5 == 0
-                ? -1
-                : static_cast<int64_t>(
-                      rng() % std::min<uint64_t>(span, static_cast<uint64_t>(range)));
+        if (trial % 4 == 3) {
+          if (t % 8 == 0) page = rng() % pages;
+          slots[static_cast<size_t>(t)] =
+              rng() % 50 == 0 && t > 0
+                  ? slots[static_cast<size_t>(rng() % static_cast<uint64_t>(t))]
+                  : static_cast<int64_t>(std::min<uint64_t>(
+                        page * 8 + static_cast<uint64_t>(t % 8), static_cast<uint64_t>(range) - 1));
+        } else {
+          slots[static_cast<size_t>(t)] =
+              rng() % 5 == 0
+                  ? -1
+                  : static_cast<int64_t>(
+                        rng() % std::min<uint64_t>(span, static_cast<uint64_t>(range)));
+        }
         writes[static_cast<size_t>(t)] = rng() % 4 != 0;
       }
       for (const uint8_t* w :
