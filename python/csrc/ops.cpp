@@ -866,10 +866,11 @@ const std::vector<std::pair<std::string, std::string>>& twins() {
 // Every op; an op with options also as its overload .no_options (kNoOptions).
 TORCH_LIBRARY(dsv4cpu, m) {
   using namespace dsv4cpu::python;
-  for (const BoundOp& op : bound_ops())
-    for (bool options : {true, false})
-      if (options || op.options)
-        m.def(torch::schema(schema_of(op, options).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
+  for (const BoundOp& op : bound_ops()) {
+    m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
+    if (op.options)
+      m.def(torch::schema(schema_of(op, false).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA));
+  }
 }
 
 namespace dsv4cpu::python {

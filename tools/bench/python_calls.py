@@ -59,16 +59,16 @@ def calls(op, args, outputs):
 
 def sample(fn, seconds):
     """Seconds per call: the mean over ``seconds`` after a warm-up of a fifth of that."""
-    for deadline in (time.perf_counter() + seconds / 5, None):
+    def run(length):  # at least one call
         calls_made, start = 0, time.perf_counter()
         while True:
             fn()
             calls_made += 1
-            now = time.perf_counter()
-            if deadline is not None and now >= deadline:
-                break
-            if deadline is None and now - start >= seconds:
-                return (now - start) / calls_made
+            elapsed = time.perf_counter() - start
+            if elapsed >= length:
+                return elapsed / calls_made
+    run(seconds / 5)
+    return run(seconds)
 
 
 def main(argv=None):
