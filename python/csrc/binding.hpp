@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
@@ -38,6 +39,29 @@ Impl parse_impl(const std::string& op, const std::string& text);
 [[noreturn]] void raise_for_python(const Error& e);
 // The message raise_for_python gives `e`.
 std::string python_message(const Error& e);
+
+// Outputs allocated in C++ by the wrappers' rule (dsv4cpu._wrappers.allocate): the bytes of this
+// machine's memory; whether `shape` of elements of `element_bytes` can be allocated (no negative
+// extent, at most memory_bytes()); the output of `shape`, or, when it cannot be allocated, a
+// placeholder (its out-of-range extents 0, or all of them) with `fits` false, so that the op
+// reports what else is wrong, and raise_unallocatable reports the shape when nothing is.
+int64_t memory_bytes();
+bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes);
+struct Allocated {
+  at::Tensor tensor;
+  bool fits;
+};
+Allocated allocate_output(const std::vector<int64_t>& shape, const at::TensorOptions& options);
+[[noreturn]] void raise_unallocatable(const char* op, const char* name,
+                                      const std::vector<int64_t>& shape);
+
+// inverse_gptj_rope_o_proj with `out` (float32, o's shape, on o's device) allocated here and
+// returned: nobody sees it before the call returns, so the op checks while it writes it
+// (Options::fresh_outputs is set). The kernel of the overload .functional and of vLLM's
+// inverse_gptj_rope_o_proj_cpu.
+at::Tensor inverse_gptj_rope_o_proj_fresh(const at::Tensor& o, const at::Tensor& positions,
+                                          const at::Tensor& cos_sin_cache, int64_t rope_dim,
+                                          Options options);
 
 // vLLM's operators served by C++ kernels (python/csrc/vllm.cpp), for the dsv4cpu.vllm plugin:
 // their names (JSON list); serve one (registers the kernel on torch.ops._C.<name>; false for a

@@ -24,8 +24,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "dsv4cpu/dsv4cpu.hpp"
 #include "python/csrc/binding.hpp"
 
@@ -138,57 +136,23 @@ at::Tensor serve_fused_indexer_q_rope_quant(Args a) {
 }
 
 // inverse_gptj_rope_o_proj_cpu(Tensor o, Tensor positions, Tensor cos_sin_cache,
-//                              int rope_dim) -> Tensor
-// out (float32, o's shape) is allocated here and returned: nobody else sees it before the call
-// returns, so the op checks while it writes it (Options::fresh_outputs).
+//                              int rope_dim) -> Tensor: out allocated and returned.
 at::Tensor serve_inverse_gptj_rope_o_proj(Args a) {
-  constexpr const char* op = "inverse_gptj_rope_o_proj";
-  const at::Tensor& o_tensor = a[0].toTensor();
-  const TensorView o = view(a[0], op, "o"), positions = view(a[1], op, "positions"),
-                   cos_sin_cache = view(a[2], op, "cos_sin_cache");
-  at::Tensor out = at::empty(o_tensor.sizes(), at::kFloat);  // CPU: the kernel's dispatch key
-  Options options = vllm_options();
-  options.fresh_outputs = true;
-  inverse_gptj_rope_o_proj(o, positions, cos_sin_cache, a[3].toInt(),
-                           view_of(out, false, op, "out"), options);
-  return out;
-}
-
-// Bytes of this machine's memory (dsv4cpu._wrappers.MEMORY_BYTES): no output larger is allocated.
-int64_t memory_bytes() {
-  static const int64_t bytes =
-      static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)) * sysconf(_SC_PHYS_PAGES);
-  return bytes;
-}
-
-// dsv4cpu._wrappers.allocatable: no negative extent and no more bytes than the machine's memory.
-bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes) {
-  int64_t bytes = element_bytes;
-  for (const int64_t e : shape)
-    if (e < 0 || __builtin_mul_overflow(bytes, e, &bytes)) return false;
-  return bytes <= memory_bytes();
+  return inverse_gptj_rope_o_proj_fresh(a[0].toTensor(), a[1].toTensor(), a[2].toTensor(),
+                                        a[3].toInt(), vllm_options());
 }
 
 // fused_qnorm_rope_kv_insert_cpu(Tensor q, Tensor kv, Tensor positions,
 //     Tensor(a!) swa_kv_cache_2d, Tensor slot_mapping, Tensor cos_sin_cache, int q_head_padded,
 //     float eps, int cache_block_size) -> Tensor: at vLLM's options (dsv4cpu.vllm.OPTIONS, which
 //     the plugin's tests compare the bytes at), q_out (BF16 [T, q_head_padded, 512]) allocated here
-//     by the op's wrapper's rule (dsv4cpu._wrappers.allocate): a shape that cannot be allocated is
-//     passed as a placeholder (its out-of-range extents 0, or all of them), so that the op reports
-//     what else is wrong, and is reported when nothing is.
+//     by the op's wrapper's rule (allocate_output).
 at::Tensor serve_fused_qnorm_rope_kv_insert(Args a) {
   constexpr const char* op = "fused_qnorm_rope_kv_insert";
   const at::Tensor& q_tensor = a[0].toTensor();
   const std::vector<int64_t> shape = {q_tensor.dim() > 0 ? q_tensor.size(0) : 0, a[6].toInt(),
                                       kMainHeadDim};
-  std::vector<int64_t> placed = shape;
-  const bool fits = allocatable(shape, 2);
-  if (!fits) {
-    for (int64_t& e : placed)
-      if (e < 0 || !allocatable({e}, 2)) e = 0;
-    if (!allocatable(placed, 2)) placed.assign(shape.size(), 0);
-  }
-  at::Tensor q_out = at::empty(placed, q_tensor.options().dtype(at::kBFloat16));
+  const Allocated q_out = allocate_output(shape, q_tensor.options().dtype(at::kBFloat16));
   const TensorView q = view(a[0], op, "q"), kv = view(a[1], op, "kv"),
                    positions = view(a[2], op, "positions"),
                    slot_mapping = view(a[4], op, "slot_mapping");
@@ -196,17 +160,9 @@ at::Tensor serve_fused_qnorm_rope_kv_insert(Args a) {
   fused_qnorm_rope_kv_insert(q, kv, positions, slot_mapping, swa_cache,
                              view(a[5], op, "cos_sin_cache"), a[6].toInt(), a[7].toDouble(),
                              a[8].toInt(), ScaleClamp::cpu, Fp8Subnormals::flush,
-                             view_of(q_out, false, op, "q_out"), vllm_options());
-  if (!fits) {
-    std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-      text += (i ? ", " : "") + std::to_string(shape[i]);
-    text += "]";
-    throw ValueError(op, "q_out", {}, text,
-                     "q_out: shape " + text + ": cannot be allocated (expected no negative " +
-                         "extent and at most " + std::to_string(memory_bytes()) + " bytes)");
-  }
-  return q_out;
+                             view_of(q_out.tensor, false, op, "q_out"), vllm_options());
+  if (!q_out.fits) raise_unallocatable(op, "q_out", shape);
+  return q_out.tensor;
 }
 
 struct NativeOp {

@@ -7,7 +7,8 @@ than a kernel that returns None: every op of that form gets it from its schema. 
 values has its kernel in ``FAKES``; results whose size depends on the data are the fake context's
 dynamic sizes. An op without a tensor argument is not traced through its fake kernel (it runs for
 every dispatch key). An op that torch cannot functionalize itself (an argument named ``mode``)
-has a functional twin ``torch.ops._dsv4cpu.<op>_functional``, whose fake kernel is here too.
+has a functional twin ``torch.ops._dsv4cpu.<op>_functional``, whose fake kernel is here too, as
+is that of the overload ``inverse_gptj_rope_o_proj.functional`` (its output returned).
 """
 import torch
 
@@ -90,6 +91,8 @@ def register():
             _register(f"dsv4cpu::{name}.no_options")(kernel)
         if hasattr(tools, name + "_functional"):
             _register(f"_dsv4cpu::{name}_functional")(_twin(sch))
+    _register("dsv4cpu::inverse_gptj_rope_o_proj.functional")(
+        lambda o, positions, cos_sin_cache, rope_dim: o.new_empty(o.shape, dtype=torch.float32))
 
 
 register()

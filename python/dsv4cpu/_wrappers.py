@@ -419,17 +419,25 @@ def _raise_too_large(op, arguments, name):
         f"and at most {MEMORY_BYTES} bytes)", op, name, (), str(shape))
 
 
-def _source(op, sch, signature, outputs, no_options):
+_TRANSLATE = ["    except Exception as _exc:",
+              "        _typed_error = _typed(_exc)",
+              "        if _typed_error is None:",
+              "            raise",
+              "        raise _typed_error from None"]
+
+
+def _source(op, sch, signature, outputs, no_options, functional):
     """The wrapper of ``op`` as Python source: a function with the wrapper's signature (so that
     Python binds its arguments), whose defaults are the names ``_default_<argument>`` and which
-    calls ``_operator`` (the default overload) or ``_no_options``, ``_allocate``,
-    ``_raise_too_large``, ``_typed`` and ``_results`` of its namespace; ``no_options``: the op has
-    that overload. Generated, not generic:
-    a decode-sized op runs in microseconds, and a generic wrapper's binding and option loop took
+    calls ``_operator`` (the default overload) or ``_no_options`` or ``_functional``,
+    ``_allocate``, ``_raise_too_large``, ``_typed`` and ``_results`` of its namespace;
+    ``no_options``, ``functional``: the op has that overload. Generated, not generic: a
+    decode-sized op runs in microseconds, and a generic wrapper's binding and option loop took
     longer than the op."""
     names = list(signature.parameters)
     written = [a.name for a in sch.arguments if is_written(a)]
     returns = [r.name for r in sch.returns]
+    options = [a for a in sch.arguments if a.kwarg_only]
     lines = []
     params, keyword_only = [], False
     for p in signature.parameters.values():
@@ -439,6 +447,20 @@ def _source(op, sch, signature, outputs, no_options):
         params.append(p.name if p.default is inspect.Parameter.empty
                       else f"{p.name}=_default_{p.name}")
     lines.append(f"def {op}({', '.join(params)}):")
+    if functional:
+        # The op's one output not given and the options at their defaults (fresh_outputs: not
+        # given): .functional allocates it in C++ and checks while it writes it.
+        if list(outputs) != written or len(written) != 1 or returns:
+            raise RuntimeError(f"dsv4cpu::{op}.functional: only an op that writes one output "
+                               "and returns nothing has it")
+        inputs = ", ".join(a.name for a in sch.arguments
+                           if not a.kwarg_only and a.name not in outputs)
+        test = " and ".join([f"{written[0]} is None"] + [
+            f"{a.name} is None" if a.name == "fresh_outputs" else
+            f"{a.name} is _schema_default_{a.name}" for a in options])
+        lines += [f"    if {test}:", "        try:",
+                  f"            return _functional({inputs})"]
+        lines += ["    " + line for line in _TRANSLATE]
     by_name = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
     # An op that writes only outputs the wrapper can allocate: when it allocated every one, no one
     # else sees them, so the op may check while it writes them (Options::fresh_outputs).
@@ -461,7 +483,6 @@ def _source(op, sch, signature, outputs, no_options):
     # is not the schema's default (torch parses each keyword: a decode-sized call notices). An op
     # with options runs as its overload .no_options when every option is at its default.
     call = ", ".join(a.name for a in sch.arguments if not a.kwarg_only)
-    options = [a for a in sch.arguments if a.kwarg_only]
     if options:
         lines.append("    _given = {}")
         for a in options:
@@ -474,11 +495,7 @@ def _source(op, sch, signature, outputs, no_options):
     else:
         lines += ["    try:", f"        _result = {full}"]
     # errors.call's translation, inlined: its call frame and argument packing cost 0.18 µs.
-    lines += ["    except Exception as _exc:",
-              "        _typed_error = _typed(_exc)",
-              "        if _typed_error is None:",
-              "            raise",
-              "        raise _typed_error from None"]
+    lines += _TRANSLATE
     if outputs:
         lines += ["    if _too_large is not None:",
                   f"        _raise_too_large({op!r}, _arguments, _too_large)"]
@@ -499,7 +516,9 @@ def _wrapper(op):
     doc, outputs = SPECS[op]
     signature = _parameters(sch, outputs)
     no_options = getattr(operator, "no_options", None)  # the tooling has none
+    functional = getattr(operator, "functional", None)
     namespace = {"_operator": getattr(operator, "default", operator), "_no_options": no_options,
+                 "_functional": functional,
                  "_allocate": lambda arguments, name: allocate(op, arguments, name),
                  "_raise_too_large": _raise_too_large, "_typed": errors.from_exception,
                  "_results": RESULTS.get(op, dict)}
@@ -513,7 +532,8 @@ def _wrapper(op):
             namespace[f"_schema_default_{a.name}"] = (
                 mine if type(mine) is type(a.default_value) and mine == a.default_value
                 else a.default_value)
-    source = _source(op, sch, signature, outputs, no_options is not None)
+    source = _source(op, sch, signature, outputs, no_options is not None,
+                     functional is not None)
     exec(compile(source, f"<dsv4cpu.{op}>", "exec"), namespace)
     wrapper = namespace[op]
     wrapper.__module__ = "dsv4cpu"

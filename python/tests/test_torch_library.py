@@ -128,6 +128,13 @@ def test_opcheck_functional_twins(op):
 
 
 @needs_opcheck
+def test_opcheck_functional():
+    """inverse_gptj_rope_o_proj.functional, its output returned."""
+    args, _ = positional("inverse_gptj_rope_o_proj", sample("inverse_gptj_rope_o_proj"))
+    OPCHECK(ops.inverse_gptj_rope_o_proj.functional, args[:-1])
+
+
+@needs_opcheck
 @pytest.mark.parametrize("op", sorted(SCALAR_CALLS))
 def test_opcheck_scalar_ops(op):
     OPCHECK(getattr(ops, op).default, SCALAR_CALLS[op])
@@ -178,6 +185,22 @@ def test_compile_no_options_of_the_functional_twins(op):
     assert len(want) == len(got)
     for a, b in zip(want, got):
         assert same(a, b), op
+
+
+@needs_compile
+def test_compile_functional():
+    """inverse_gptj_rope_o_proj.functional compiled (the wrapper's call when ``out`` is not
+    given) gives the eager bytes; meta tensors give its shape."""
+    o, positions, table, rope_dim, _ = positional("inverse_gptj_rope_o_proj",
+                                                  sample("inverse_gptj_rope_o_proj"))[0]
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: dsv4cpu.inverse_gptj_rope_o_proj(*a), fullgraph=True,
+                             backend="inductor")(o, positions, table, rope_dim)
+    assert fixtures.same_bytes(compiled, ops.inverse_gptj_rope_o_proj.functional(
+        o, positions, table, rope_dim))
+    meta = dsv4cpu.inverse_gptj_rope_o_proj(o.to("meta"), positions.to("meta"),
+                                            table.to("meta"), rope_dim)
+    assert meta.device.type == "meta" and meta.shape == o.shape and meta.dtype == torch.float32
 
 
 @needs_compile

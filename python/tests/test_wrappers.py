@@ -88,7 +88,9 @@ def test_fresh_outputs_may_be_written_before_an_error():
 
 def test_the_wrapper_says_when_it_allocated_every_output():
     """The wrapper passes fresh_outputs=True when it allocated the outputs of an op that writes
-    nothing else, and not when the caller gave one, nor for an op with an in-place buffer."""
+    nothing else, and not when the caller gave one, nor for an op with an in-place buffer. At the
+    default options inverse_gptj_rope_o_proj's wrapper calls .functional instead, which allocates
+    its output and so checks while it writes it."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Seen(TorchDispatchMode):
@@ -100,27 +102,62 @@ def test_the_wrapper_says_when_it_allocated_every_output():
             kwargs = kwargs or {}
             name = func.__name__.split(".")[0]
             if name in ("inverse_gptj_rope_o_proj", "save_partial_states"):
-                self.calls[name] = kwargs.get("fresh_outputs", False)
+                self.calls[name] = (func._overloadname, kwargs.get("fresh_outputs", False))
             return func(*args, **kwargs)
 
     o = torch.randn(2, 3, 8).to(torch.bfloat16)
     positions = torch.tensor([1, 0])
     table = torch.randn(2, 4)
+    calls = [({}, ("functional", False)),
+             ({"check_finite": False}, ("default", True)),
+             ({"out": torch.empty(2, 3, 8)}, ("no_options", False)),
+             ({"fresh_outputs": False}, ("no_options", False)),  # a value the caller gives stands
+             ({"fresh_outputs": True}, ("default", True))]
+    for keywords, want in calls:
+        seen = Seen()
+        with seen:
+            out = dsv4cpu.inverse_gptj_rope_o_proj(o, positions, table, 4, **keywords)
+        assert seen.calls == {"inverse_gptj_rope_o_proj": want}, keywords
+        assert torch.equal(out, ops.inverse_gptj_rope_o_proj.functional(o, positions, table, 4))
     seen = Seen()
-    with seen:
-        dsv4cpu.inverse_gptj_rope_o_proj(o, positions, table, 4)
-    assert seen.calls == {"inverse_gptj_rope_o_proj": True}
-    with seen:
-        dsv4cpu.inverse_gptj_rope_o_proj(o, positions, table, 4, out=torch.empty(2, 3, 8))
-    assert seen.calls == {"inverse_gptj_rope_o_proj": False}
-    with seen:  # a value the caller gives stands
-        dsv4cpu.inverse_gptj_rope_o_proj(o, positions, table, 4, fresh_outputs=False)
-    assert seen.calls == {"inverse_gptj_rope_o_proj": False}
     with seen:
         dsv4cpu.save_partial_states(torch.randn(2, 128), torch.randn(2, 128), torch.randn(4, 128),
                                     torch.tensor([0, 1]), torch.zeros(2, 4, 256),
                                     torch.tensor([0, 1]))
-    assert seen.calls["save_partial_states"] is False
+    assert seen.calls["save_partial_states"] == ("no_options", False)
+
+
+def test_functional_is_the_op_with_its_output_returned():
+    """inverse_gptj_rope_o_proj.functional: the op's arguments but ``out`` and the options, ``out``
+    returned (float32, o's shape); the bytes the default overload writes, its errors."""
+    full = ops.inverse_gptj_rope_o_proj.default._schema
+    functional = ops.inverse_gptj_rope_o_proj.functional._schema
+    assert [describe(a) for a in functional.arguments] == [
+        describe(a) for a in full.arguments if not a.kwarg_only and a.name != "out"]
+    assert [(r.name, str(r.type), is_written(r)) for r in functional.returns] == [
+        ("out", "Tensor", False)]
+    assert [op for op in WRAPPERS if hasattr(getattr(ops, op, None), "functional")] == [
+        "inverse_gptj_rope_o_proj"]
+    o = torch.randn(5, 3, 16).to(torch.float16)
+    positions, table = torch.tensor([4, 0, 2, 1, 3]), torch.randn(6, 8)
+    given = torch.empty(5, 3, 16)
+    ops.inverse_gptj_rope_o_proj.default(o, positions, table, 8, given)
+    result = ops.inverse_gptj_rope_o_proj.functional(o, positions, table, 8)
+    assert result.dtype == torch.float32 and result.shape == o.shape
+    assert result.data_ptr() not in (o.data_ptr(), given.data_ptr())
+    assert torch.equal(result, given)
+    o[2, 1, 3] = float("inf")
+    messages = []
+    for call in (lambda: ops.inverse_gptj_rope_o_proj.default(o, positions, table, 8,
+                                                              torch.empty(5, 3, 16)),
+                 lambda: ops.inverse_gptj_rope_o_proj.functional(o, positions, table, 8)):
+        with pytest.raises(errors.NonFiniteError) as e:
+            errors.call(call)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and "o[2, 1, 3] = inf" in messages[0]
+    with pytest.raises(errors.IndexError, match="positions\\[1\\] = 6"):
+        errors.call(ops.inverse_gptj_rope_o_proj.functional, o, torch.tensor([0, 6, 0, 0, 0]),
+                    table, 8)
 
 
 def describe(argument):
@@ -198,7 +235,9 @@ def test_the_call_cost_benchmark_runs(tmp_path):
     finally:
         torch.set_num_threads(threads)
     results = json.loads((tmp_path / "calls.json").read_text())["results"]
+    functional = ("wrapper_allocating", "functional")
     assert [(r["op"], r["call"]) for r in results] == [
-        (op, way) for op in module.CASES for way in ("wrapper", "no_options", "default")]
+        (op, way) for op in module.CASES for way in ("wrapper", "no_options", "default")
+        + functional * (op == "inverse_gptj_rope_o_proj")]
     assert all(r["seconds"] > 0 for r in results)
     assert all(r["over_no_options"] == 1.0 for r in results if r["call"] == "no_options")

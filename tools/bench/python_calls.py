@@ -1,7 +1,9 @@
 """What a call from Python costs beside the op's work, at decode sizes: each op timed through its
 wrapper (``dsv4cpu.<op>``), its operator's overload ``.no_options`` and its default overload
 (``torch.ops.dsv4cpu.<op>``, which torch parses the options of), on the same inputs in one
-process, repetitions interleaved, medians (docs/python.md, "Ops and wrappers").
+process, repetitions interleaved, medians (docs/python.md, "Ops and wrappers"). An op with the
+overload ``.functional`` is also timed without its output: through its wrapper (which then calls
+``.functional``) and through ``.functional``, both allocating the output on every call.
 
     python3 python_calls.py [--repetitions N] [--seconds S] [-o FILE]
 
@@ -47,14 +49,19 @@ CASES = {"save_partial_states": save_partial_states_case,
 
 def calls(op, args, outputs):
     """The ways of calling ``op`` on ``args`` (its inputs, in order) and ``outputs`` (its outputs
-    by name): the wrapper (outputs by keyword), then each operator overload (positionally)."""
+    by name): the wrapper (outputs by keyword), then each operator overload (positionally); with
+    ``.functional``, the wrapper without outputs and ``.functional``."""
     overloads = getattr(torch.ops.dsv4cpu, op)
     wrapper = getattr(dsv4cpu, op)
     names = [a.name for a in overloads.default._schema.arguments if not a.kwarg_only]
     positional = list(args) + [outputs[n] for n in names[len(args):]]
-    return {"wrapper": lambda: wrapper(*args, **outputs),
+    ways = {"wrapper": lambda: wrapper(*args, **outputs),
             "no_options": lambda: overloads.no_options(*positional),
             "default": lambda: overloads.default(*positional)}
+    if hasattr(overloads, "functional"):
+        ways["wrapper_allocating"] = lambda: wrapper(*args)
+        ways["functional"] = lambda: overloads.functional(*args)
+    return ways
 
 
 def sample(fn, seconds):
@@ -90,7 +97,7 @@ def main(argv=None):
         for way in ways:
             t = statistics.median(times[way])
             results.append({"op": op, "call": way, "seconds": t, "over_no_options": t / base})
-            print(f"{op:<28} {way:<12} {t * 1e6:8.2f} µs {t / base:6.2f}x", flush=True)
+            print(f"{op:<28} {way:<18} {t * 1e6:8.2f} µs {t / base:6.2f}x", flush=True)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             json.dump({"schema": SCHEMA, "torch": torch.__version__, "results": results}, f,

@@ -382,13 +382,17 @@ def runners(op, args):
         # A forced variant needs the keyword `variant`, an unchecked call the keyword
         # `check_finite`. Every run of an op of ALLOCATED_PER_CALL allocates its outputs on each
         # call and says so with the keyword `fresh_outputs` where the op has it, as the plugin's
-        # wrappers do.
+        # wrappers do; at the default options an op with the overload .functional is called as
+        # it, which allocates its output in C++ and returns it, as vLLM's operator does.
+        names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
+        if selection == "default" and hasattr(own, "functional"):
+            inputs = [v for name, v in zip(names, positional(own, args)) if name not in outputs]
+            return functools.partial(own.functional, *inputs), contextlib.nullcontext
         keywords = ({"variant": variant} if variant else
                     {"check_finite": False} if selection == "unchecked" else {})
         fresh = outputs if op in ALLOCATED_PER_CALL else ()
         if fresh and any(a.name == "fresh_outputs" for a in own.default._schema.arguments):
             keywords["fresh_outputs"] = True
-        names = [a.name for a in own.default._schema.arguments if not a.kwarg_only]
         overload = own.default if keywords else getattr(own, "no_options", own.default)
         return fresh_call(overload, positional(own, args),
                           [i for i, name in enumerate(names) if name in fresh],
