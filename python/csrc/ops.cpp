@@ -900,8 +900,9 @@ void functionalize(const c10::OperatorHandle& handle, torch::jit::Stack* stack) 
 }
 
 // The overload .functional of inverse_gptj_rope_o_proj: the op's inputs, its output allocated
-// and returned, at the options' defaults (as .no_options). A decode call takes a few µs and a
-// Python allocation of `out` about 0.8 µs of them; vLLM's operator allocates its own in C++ too.
+// and returned, at the options' defaults (as .no_options). A decode call takes a few µs, and the
+// wrapper's allocation of `out` from Python cost as much (docs/decisions.md, "PyTorch bindings");
+// vLLM's operator allocates its own in C++ too.
 constexpr const char* kInverseRopeFunctional =
     "inverse_gptj_rope_o_proj.functional(Tensor o, Tensor positions, Tensor cos_sin_cache, "
     "int rope_dim) -> Tensor out";
