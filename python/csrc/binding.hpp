@@ -6,7 +6,6 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "dsv4cpu/errors.hpp"
 #include "dsv4cpu/options.hpp"
@@ -46,14 +45,13 @@ std::string python_message(const Error& e);
 // placeholder (its out-of-range extents 0, or all of them) with `fits` false, so that the op
 // reports what else is wrong, and raise_unallocatable reports the shape when nothing is.
 int64_t memory_bytes();
-bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes);
+bool allocatable(c10::IntArrayRef shape, int64_t element_bytes);
 struct Allocated {
   at::Tensor tensor;
   bool fits;
 };
-Allocated allocate_output(const std::vector<int64_t>& shape, const at::TensorOptions& options);
-[[noreturn]] void raise_unallocatable(const char* op, const char* name,
-                                      const std::vector<int64_t>& shape);
+Allocated allocate_output(c10::IntArrayRef shape, const at::TensorOptions& options);
+[[noreturn]] void raise_unallocatable(const char* op, const char* name, c10::IntArrayRef shape);
 
 // inverse_gptj_rope_o_proj with `out` (float32, o's shape, on o's device) allocated here and
 // returned: nobody sees it before the call returns, so the op checks while it writes it

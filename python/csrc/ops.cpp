@@ -112,24 +112,24 @@ int64_t memory_bytes() {
   return bytes;
 }
 
-bool allocatable(const std::vector<int64_t>& shape, int64_t element_bytes) {
+bool allocatable(c10::IntArrayRef shape, int64_t element_bytes) {
   int64_t bytes = element_bytes;
   for (const int64_t e : shape)
     if (e < 0 || __builtin_mul_overflow(bytes, e, &bytes)) return false;
   return bytes <= memory_bytes();
 }
 
-Allocated allocate_output(const std::vector<int64_t>& shape, const at::TensorOptions& options) {
+Allocated allocate_output(c10::IntArrayRef shape, const at::TensorOptions& options) {
   const int64_t element_bytes = static_cast<int64_t>(options.dtype().itemsize());
   if (allocatable(shape, element_bytes)) return {at::empty(shape, options), true};
-  std::vector<int64_t> placed = shape;
+  std::vector<int64_t> placed = shape.vec();
   for (int64_t& e : placed)
     if (e < 0 || !allocatable({e}, element_bytes)) e = 0;
   if (!allocatable(placed, element_bytes)) placed.assign(shape.size(), 0);
   return {at::empty(placed, options), false};
 }
 
-void raise_unallocatable(const char* op, const char* name, const std::vector<int64_t>& shape) {
+void raise_unallocatable(const char* op, const char* name, c10::IntArrayRef shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   text += "]";
@@ -143,7 +143,7 @@ at::Tensor inverse_gptj_rope_o_proj_fresh(const at::Tensor& o, const at::Tensor&
                                           const at::Tensor& cos_sin_cache, int64_t rope_dim,
                                           Options options) {
   constexpr const char* op = "inverse_gptj_rope_o_proj";
-  const std::vector<int64_t> shape(o.sizes().begin(), o.sizes().end());
+  const c10::IntArrayRef shape = o.sizes();
   const Allocated out = allocate_output(shape, o.options().dtype(at::kFloat));
   options.fresh_outputs = true;
   inverse_gptj_rope_o_proj(view_of(o, false, op, "o"), view_of(positions, false, op, "positions"),
