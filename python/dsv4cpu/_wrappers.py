@@ -551,9 +551,11 @@ def _wrapper(op):
     if "fresh_outputs" in signature.parameters:
         options += _FRESH_OUTPUTS
     name = "torch.ops." + sch.name.replace("::", ".")
+    allocates = (f" Without ``{', '.join(outputs)}`` and at the default options the wrapper calls "
+                 f"``{name}.functional``, which allocates it in C++." if functional else "")
     wrapper.__doc__ = (f"{doc}\n\n    Returns {gives}. Outputs the wrapper allocates when not "
                        f"given (and the op requests them): {', '.join(outputs) or 'none'}."
-                       f"{options}\n\n    The wrapper of ``{name}``:\n        {sch}")
+                       f"{allocates}{options}\n\n    The wrapper of ``{name}``:\n        {sch}")
     return wrapper
 
 
