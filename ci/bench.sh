@@ -3,7 +3,8 @@
 # (repetitions, medians), one progress line per benchmark, into out/bench/<date>-<commit>.json,
 # stamped with the CPU model, the ISA features found, the thread count, the compiler and the commit;
 # then renders out/bench/dashboard.html from every result file there (oldest first), with the
-# verdicts against the newest committed baseline of bench/baselines/.
+# verdicts against the newest committed baseline of bench/baselines/ of this machine kind (CPU
+# model and ISA), else the newest.
 # Usage: ci/bench.sh [REPETITIONS] [Google Benchmark flags, e.g. --benchmark_filter=topk]
 # The repetition count (default 5; also the REPETITIONS variable) may be left out; JOBS sets the
 # build's parallel jobs (default: the number of cores).
@@ -46,7 +47,6 @@ if [[ ! -s "${out}" ]]; then  # e.g. a filter that matches no benchmark
   echo "no benchmark ran; nothing written" >&2
   exit 1
 fi
-baseline=$(ls bench/baselines/*.json | sort | tail -n 1)
-python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) --baseline "${baseline}" \
+python3 tools/bench/dsv4cpu-dashboard $(ls out/bench/*.json | sort) --baseline bench/baselines \
   -o out/bench/dashboard.html
 echo "results: ${out}"

@@ -333,6 +333,20 @@ def same_machine(base, new):
     return not machine_differences(base, new)
 
 
+def machine_kind(context):
+    """What a baseline shares with the runs it serves: the CPU model and the ISA features that
+    ci/bench.sh stamps (hosts of one kind may differ in clock and caches)."""
+    return context.get("cpu_model"), context.get("isa")
+
+
+def pick_baseline(run, baselines):
+    """The baseline for `run` among `baselines` (Results): the newest by context date of the run's
+    machine kind, else the newest of all; None when there is none."""
+    kind = machine_kind(run.context)
+    own = [b for b in baselines if all(kind) and machine_kind(b.context) == kind]
+    return max(own or baselines, key=lambda b: b.context.get("date", ""), default=None)
+
+
 def compare(base, new, threshold=0.10, alpha=0.05):
     """For every benchmark of `new` also in `base` (by op, variant, shape, threads, checks): the
     normalised figures both runs have (share of the matching roof when both runs have that roof,

@@ -282,6 +282,22 @@ class BenchlibTest(unittest.TestCase):
         self.assertEqual(benchlib.split_name("stream_copy/67108864/threads:2/real_time"),
                          ("stream_copy", "", "67108864", 2, True))
 
+    def test_pick_baseline_prefers_the_machine_kind(self):
+        def run_on(cpu, isa, date):
+            return benchlib.Results(f"{cpu}-{date}.json", {"cpu_model": cpu, "isa": isa, "date": date}, {})
+        xeon, amx = "Intel(R) Xeon(R) Processor", "avx2+avx512f+avx512_bf16+amx_tile+amx_bf16"
+        epyc_old, epyc_new = run_on("AMD EPYC", "avx2+avx512f+avx512_bf16", "2026-12-01T00:00:00+00:00"), \
+            run_on("AMD EPYC", "avx2+avx512f+avx512_bf16", "2026-12-02T00:00:00+00:00")
+        xeon_amx = run_on(xeon, amx, "2026-11-30T00:00:00+00:00")
+        xeon_no_amx = run_on(xeon, "avx2+avx512f+avx512_bf16", "2026-12-03T00:00:00+00:00")
+        baselines = [epyc_new, xeon_amx, xeon_no_amx, epyc_old]
+        pick = benchlib.pick_baseline
+        self.assertIs(pick(run_on("AMD EPYC", "avx2+avx512f+avx512_bf16", "2026-12-05"), baselines), epyc_new)
+        self.assertIs(pick(run_on(xeon, amx, "2026-12-05"), baselines), xeon_amx)  # older, but its kind
+        self.assertIs(pick(run_on(xeon, "avx2", "2026-12-05"), baselines), xeon_no_amx)  # none: the newest
+        self.assertIs(pick(benchlib.Results("r.json", {}, {}), baselines), xeon_no_amx)
+        self.assertIsNone(pick(run_on(xeon, amx, "2026-12-05"), []))
+
     def test_machine_identity(self):
         def run_on(**context):
             return benchlib.Results("r.json", context, {})
@@ -375,6 +391,34 @@ class DashboardTest(unittest.TestCase):
             self.assertIn("<td>ok</td>", page)
             page = self.render(d, [1.0, 1.5])  # hwy/s1 is 1.5x slower in the latest file
         self.assertIn("REGRESSION (hwy/s1: share, speedup, time)", page)
+
+    def test_baseline_folder_gives_the_machine_kinds_newest(self):
+        with tempfile.TemporaryDirectory() as d:
+            folder = os.path.join(d, "baselines")
+            os.mkdir(folder)
+            for name, cpu, date, s in [("a.json", "test", "2026-11-01T00:00:00", 1.0),
+                                       ("b.json", "other", "2026-12-01T00:00:00", 1.5)]:
+                doc = synthetic({"op_a/hwy/s1": s}, cpu=cpu)
+                doc["context"].update(date=date, isa="avx2", commit=name[0] * 10)
+                with open(os.path.join(folder, name), "w") as f:
+                    json.dump(doc, f)
+            latest = synthetic({"op_a/hwy/s1": 1.5})  # cpu "test", 1.5x slower than a.json
+            latest["context"]["isa"] = "avx2"
+            p = os.path.join(d, "r.json")
+            with open(p, "w") as f:
+                json.dump(latest, f)
+            out = os.path.join(d, "report.html")
+            rc, text = run(DASHBOARD, p, "--baseline", folder, "-o", out)
+            self.assertEqual(rc, 0, text)
+            with open(out) as f:
+                page = f.read()
+            self.assertIn("against 2026-11-01T00:00 aaaaaaaa", page)
+            self.assertIn("REGRESSION (hwy/s1: share, speedup, time)", page)
+            empty = os.path.join(d, "empty")
+            os.mkdir(empty)
+            rc, text = run(DASHBOARD, p, "--baseline", empty, "-o", out)
+        self.assertEqual(rc, 2, text)
+        self.assertIn("no result file", text)
 
     def test_compute_roof_is_a_roofline_row_not_an_op(self):
         with tempfile.TemporaryDirectory() as d:
