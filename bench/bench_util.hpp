@@ -92,6 +92,10 @@ void register_layer_step();
 void register_rooflines();
 // Registers amx_roof (bench_roof_amx.cpp) where the amx variants run.
 void register_amx_roofline();
+// The vector units' compute roofs (bench_roof_vector.cpp): VDPBF16PS and VFMADD231PS on zmm
+// registers; bench_main.cpp registers each where a run of its target is listed.
+void avx512bf16_roof(benchmark::State& state);
+void avx3_roof(benchmark::State& state);
 
 // ---- data ----
 

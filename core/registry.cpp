@@ -10,7 +10,8 @@ namespace {
 // docs/cpp-api.md, "Which variant runs"):
 // - Intel Xeon with AMX: amx 2.3-3.9x faster than hwy (AVX3), hwy 1.2-1.5x faster than
 //   avx512bf16; a Xeon whose hypervisor withholds the tile state: hwy 1.4-1.6x faster than
-//   avx512bf16. Assumed for a Cooper Lake (never measured).
+//   avx512bf16 (VDPBF16PS there has half the FLOP rate of fp32 FMAs: avx512bf16_roof, avx3_roof).
+//   Assumed for a Cooper Lake (never measured).
 // - AMD EPYC with AVX-512-BF16 (Zen 4, no AMX): avx512bf16 1.5-2.1x faster than hwy (AVX3;
 //   bench/baselines/epyc-avx512bf16-20261202c.json). Assumed for later AMD families; amx first
 //   should an AMD CPU offer it (a matrix unit beat every vector variant wherever measured).
