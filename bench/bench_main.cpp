@@ -8,18 +8,27 @@
 
 namespace {
 
-// avx512bf16_roof and avx3_roof where a run of their target is listed.
-void register_vector_roofs() {
+// Each compute roof where a run of its target is listed: amx_roof where the amx variants run,
+// avx512bf16_roof and avx3_roof where a run of AVX512_BF16 or of an AVX3 target is.
+void register_compute_roofs() {
   using dsv4cpu::bench::BenchRun;
-  const std::vector<BenchRun> runs = dsv4cpu::bench::benchmark_runs();
-  const auto listed = [&runs](bool (*match)(const std::string&)) {
-    return std::any_of(runs.begin(), runs.end(),
-                       [match](const BenchRun& b) { return match(b.run.target); });
+  struct Roof {
+    const char* name;
+    void (*body)(benchmark::State&);
+    bool (*of)(const std::string& target);
   };
-  if (listed([](const std::string& t) { return t == "AVX512_BF16"; }))
-    benchmark::RegisterBenchmark("avx512bf16_roof", &dsv4cpu::bench::avx512bf16_roof);
-  if (listed([](const std::string& t) { return t.rfind("AVX3", 0) == 0; }))
-    benchmark::RegisterBenchmark("avx3_roof", &dsv4cpu::bench::avx3_roof);
+  const Roof roofs[] = {
+      {"amx_roof", &dsv4cpu::bench::amx_roof, [](const std::string& t) { return t == "AMX_BF16"; }},
+      {"avx512bf16_roof", &dsv4cpu::bench::avx512bf16_roof,
+       [](const std::string& t) { return t == "AVX512_BF16"; }},
+      {"avx3_roof", &dsv4cpu::bench::avx3_roof,
+       [](const std::string& t) { return t.rfind("AVX3", 0) == 0; }},
+  };
+  const std::vector<BenchRun> runs = dsv4cpu::bench::benchmark_runs();
+  for (const Roof& roof : roofs)
+    if (std::any_of(runs.begin(), runs.end(),
+                    [&roof](const BenchRun& b) { return roof.of(b.run.target); }))
+      benchmark::RegisterBenchmark(roof.name, roof.body);
 }
 
 }  // namespace
@@ -28,8 +37,7 @@ int main(int argc, char** argv) {
   dsv4cpu::bench::register_benchmarks();
   dsv4cpu::bench::register_layer_step();
   dsv4cpu::bench::register_rooflines();
-  dsv4cpu::bench::register_amx_roofline();
-  register_vector_roofs();
+  register_compute_roofs();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

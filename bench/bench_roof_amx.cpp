@@ -2,9 +2,9 @@
 // TDPBF16PS (16·16·32 multiply-adds) on resident tiles, four accumulator tiles in turn, through
 // the kernels' tile unit (optimized/amx_tiles.hpp). Its "peak_share" is this roof over the
 // nominal one of the AMX runs' counter (1024 FLOP per cycle at Google Benchmark's clock), so an
-// AMX run's share of the measured roof is its peak_share divided by this one. Registered only
-// where the library runs its amx variants (the CPU lists AMX and the OS granted the tile data);
-// built with AMX flags.
+// AMX run's share of the measured roof is its peak_share divided by this one. Built with AMX
+// flags; bench_main.cpp registers it only where the library runs its amx variants (the CPU lists
+// AMX and the OS granted the tile data).
 #include <algorithm>
 #include <cstdint>
 
@@ -16,6 +16,8 @@ namespace {
 
 constexpr int64_t kDots = 4096;  // products per iteration
 constexpr double kFlopsPerDot = 2.0 * 16 * 16 * 32;
+
+}  // namespace
 
 void amx_roof(benchmark::State& state) {
   using namespace detail::opt;
@@ -41,20 +43,8 @@ void amx_roof(benchmark::State& state) {
     benchmark::DoNotOptimize(c);
   }
   amx_thread_end();
-  const double flops = static_cast<double>(state.iterations()) * kDots * kFlopsPerDot;
-  const double peak = peak_flops_per_cycle("AMX_BF16") * benchmark::CPUInfo::Get().cycles_per_second;
-  state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
-  state.counters["peak_flops"] = peak;
-  state.counters["peak_share"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsRate);
-}
-
-}  // namespace
-
-void register_amx_roofline() {
-  const std::vector<BenchRun> runs = benchmark_runs();
-  if (std::any_of(runs.begin(), runs.end(),
-                  [](const BenchRun& b) { return b.run.target == "AMX_BF16"; }))
-    benchmark::RegisterBenchmark("amx_roof", &amx_roof);
+  set_flop_counters(state, static_cast<double>(state.iterations()) * kDots * kFlopsPerDot,
+                    peak_flops_per_cycle("AMX_BF16") * benchmark::CPUInfo::Get().cycles_per_second);
 }
 
 }  // namespace dsv4cpu::bench

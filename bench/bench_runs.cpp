@@ -24,6 +24,13 @@ double peak_flops_per_cycle(const std::string& target) {
   return 2;  // scalar: the reference, portable variants, EMU128
 }
 
+void set_flop_counters(benchmark::State& state, double flops, double peak_flops) {
+  state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
+  state.counters["peak_flops"] = peak_flops;
+  state.counters["peak_share"] =
+      benchmark::Counter(flops / peak_flops, benchmark::Counter::kIsRate);
+}
+
 std::vector<BenchRun> benchmark_runs() {
   Cases cases;
   compressor_cases(cases);
@@ -62,12 +69,8 @@ void register_benchmarks() {
       state.SetBytesProcessed(state.iterations() * p.bytes);
       state.SetLabel(label);
       if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);
-      if (p.flops > 0) {  // FLOP/s, the roof "peak_flops" and the share of it "peak_share"
-        const auto flops = static_cast<double>(state.iterations() * p.flops);
-        state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
-        state.counters["peak_flops"] = peak;
-        state.counters["peak_share"] = benchmark::Counter(flops / peak, benchmark::Counter::kIsRate);
-      }
+      if (p.flops > 0)
+        set_flop_counters(state, static_cast<double>(state.iterations() * p.flops), peak);
       if (options.check_finite && p.check_bytes > 0)  // per iteration: the extra read of check before write
         state.counters["check_bytes"] = static_cast<double>(p.check_bytes);
     };

@@ -90,10 +90,13 @@ void register_benchmarks();
 void register_layer_step();
 // Registers the rooflines stream_read, stream_copy and stream_write (bench_stream.cpp).
 void register_rooflines();
-// Registers amx_roof (bench_roof_amx.cpp) where the amx variants run.
-void register_amx_roofline();
-// The vector units' compute roofs (bench_roof_vector.cpp): VDPBF16PS and VFMADD231PS on zmm
-// registers; bench_main.cpp registers each where a run of its target is listed.
+// The counters of a compute-bound benchmark: "flops" (`flops` in all, as a rate), the roof
+// "peak_flops" (FLOP/s) and "peak_share", flops over that roof (a rate, so a fraction).
+void set_flop_counters(benchmark::State& state, double flops, double peak_flops);
+// The compute roofs, measured: amx_roof (bench_roof_amx.cpp, TDPBF16PS on resident tiles),
+// avx512bf16_roof and avx3_roof (bench_roof_vector.cpp, VDPBF16PS and VFMADD231PS on zmm
+// registers); bench_main.cpp registers each where a run of its target is listed.
+void amx_roof(benchmark::State& state);
 void avx512bf16_roof(benchmark::State& state);
 void avx3_roof(benchmark::State& state);
 
