@@ -13,14 +13,18 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/accumulate.h>
 #include <torch/library.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -119,9 +123,105 @@ bool allocatable(c10::IntArrayRef shape, int64_t element_bytes) {
   return bytes <= memory_bytes();
 }
 
+namespace {
+
+// The blocks of outputs allocated here, kept when the output is freed for the next output of up
+// to their size (and more than half of it), most recent first. glibc places an aligned request at
+// a new address while the chunk of the same size freed a moment ago waits in a bin, and maps a
+// large one anew (every page faulted and zeroed on first write), so without them every call
+// writes memory that no cache holds: inverse_gptj_rope_o_proj at decode 8 writes 1 MiB of out in
+// 44 µs from torch.empty's memory, 32 µs into a kept block; at prefill 4096 (512 MiB) the faults
+// take 150 ms of 214. At most kCachedBlocks blocks and cap() bytes are kept (1 GiB or a sixteenth
+// of the memory, the smaller); a larger output comes from at::empty. A block is a 64-byte header
+// holding its capacity, then the data; the deleter may run on any thread, and the list is never
+// destroyed (tensors can outlive static destruction).
+class OutputBlocks {
+ public:
+  static constexpr size_t kCachedBlocks = 2, kHeader = 64;
+
+  static size_t cap() {
+    static const size_t bytes =
+        std::min<size_t>(size_t{1} << 30, static_cast<size_t>(memory_bytes()) / 16);
+    return bytes;
+  }
+
+  // The data of a block of at least `bytes` (0 < bytes <= cap()), or null when memory is
+  // exhausted.
+  static void* take(size_t bytes) {
+    OutputBlocks& c = instance();
+    {
+      std::lock_guard<std::mutex> lock(c.mutex_);
+      for (size_t i = c.blocks_.size(); i-- > 0;) {
+        const size_t capacity = capacity_of(c.blocks_[i]);
+        if (capacity < bytes || capacity / 2 >= bytes) continue;
+        void* base = c.blocks_[i];
+        c.blocks_.erase(c.blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+        c.bytes_ -= capacity;
+        return static_cast<char*>(base) + kHeader;
+      }
+    }
+    const size_t capacity = (bytes + kHeader - 1) / kHeader * kHeader;
+    void* base = std::aligned_alloc(kHeader, kHeader + capacity);
+    if (base == nullptr) return nullptr;
+    std::memcpy(base, &capacity, sizeof capacity);
+    return static_cast<char*>(base) + kHeader;
+  }
+
+  // The DataPtr deleter: `base` (the context) back to the list, the oldest blocks freed to make
+  // room.
+  static void give(void* base) {
+    OutputBlocks& c = instance();
+    const size_t capacity = capacity_of(base);
+    std::vector<void*> evicted;
+    {
+      std::lock_guard<std::mutex> lock(c.mutex_);
+      while (!c.blocks_.empty() &&
+             (c.blocks_.size() == kCachedBlocks || c.bytes_ + capacity > cap())) {
+        c.bytes_ -= capacity_of(c.blocks_.front());
+        evicted.push_back(c.blocks_.front());
+        c.blocks_.erase(c.blocks_.begin());
+      }
+      c.blocks_.push_back(base);
+      c.bytes_ += capacity;
+    }
+    for (void* p : evicted) std::free(p);
+  }
+
+ private:
+  static OutputBlocks& instance() {
+    static OutputBlocks* const blocks = new OutputBlocks();
+    return *blocks;
+  }
+  static size_t capacity_of(void* base) {
+    size_t capacity;
+    std::memcpy(&capacity, base, sizeof capacity);
+    return capacity;
+  }
+
+  std::mutex mutex_;
+  std::vector<void*> blocks_;  // oldest first
+  size_t bytes_ = 0;           // their capacities
+};
+
+// An uninitialised output: from OutputBlocks when it fits one, else (and when memory is exhausted,
+// to raise torch's error) at::empty.
+at::Tensor empty_output(c10::IntArrayRef shape, const at::TensorOptions& options) {
+  const size_t bytes = static_cast<size_t>(c10::multiply_integers(shape)) *
+                       static_cast<size_t>(options.dtype().itemsize());
+  if (bytes == 0 || bytes > OutputBlocks::cap()) return at::empty(shape, options);
+  void* data = OutputBlocks::take(bytes);
+  if (data == nullptr) return at::empty(shape, options);
+  return at::for_blob(data, shape)
+      .context(static_cast<char*>(data) - OutputBlocks::kHeader, &OutputBlocks::give)
+      .options(options)
+      .make_tensor();
+}
+
+}  // namespace
+
 Allocated allocate_output(c10::IntArrayRef shape, const at::TensorOptions& options) {
   const int64_t element_bytes = static_cast<int64_t>(options.dtype().itemsize());
-  if (allocatable(shape, element_bytes)) return {at::empty(shape, options), true};
+  if (allocatable(shape, element_bytes)) return {empty_output(shape, options), true};
   std::vector<int64_t> placed = shape.vec();
   for (int64_t& e : placed)
     if (e < 0 || !allocatable({e}, element_bytes)) e = 0;

@@ -127,6 +127,33 @@ def test_the_wrapper_says_when_it_allocated_every_output():
     assert seen.calls["save_partial_states"] == ("no_options", False)
 
 
+def test_functional_outputs_reuse_the_block_of_a_freed_output():
+    """.functional places its output in the block of an output freed before it (torch.empty put
+    each at a new address, memory no cache held: docs/decisions.md), with the same bytes; outputs
+    alive at once never share a block, and a block of twice the size or more is not taken."""
+    o = torch.randn(8, 64, 512).to(torch.bfloat16)
+    positions, table = torch.arange(8), torch.randn(16, 64)
+
+    def run(x):
+        return ops.inverse_gptj_rope_o_proj.functional(x, positions[:len(x)], table, 64)
+
+    first = run(o)
+    want, address = first.clone(), first.data_ptr()
+    del first
+    second = run(o)
+    assert second.data_ptr() == address
+    assert torch.equal(second, want)
+    third = run(o)  # the second is alive
+    assert third.data_ptr() != address
+    assert torch.equal(third, want)
+    kept = {second.data_ptr(), third.data_ptr()}
+    del second, third
+    small = run(o[:2])  # a quarter of the kept blocks
+    assert small.data_ptr() not in kept
+    assert torch.equal(small, want[:2])
+    assert run(o).data_ptr() in kept
+
+
 def test_functional_is_the_op_with_its_output_returned():
     """inverse_gptj_rope_o_proj.functional: the op's arguments but ``out`` and the options, ``out``
     returned (float32, o's shape); the bytes the default overload writes, its errors."""
