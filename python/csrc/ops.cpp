@@ -172,22 +172,24 @@ class OutputBlocks {
   static void give(void* base) {
     OutputBlocks& c = instance();
     const size_t capacity = capacity_of(base);
-    std::vector<void*> evicted;
+    void* evicted[kCachedBlocks];
+    size_t n = 0;
     {
       std::lock_guard<std::mutex> lock(c.mutex_);
       while (!c.blocks_.empty() &&
              (c.blocks_.size() == kCachedBlocks || c.bytes_ + capacity > cap())) {
         c.bytes_ -= capacity_of(c.blocks_.front());
-        evicted.push_back(c.blocks_.front());
+        evicted[n++] = c.blocks_.front();
         c.blocks_.erase(c.blocks_.begin());
       }
-      c.blocks_.push_back(base);
+      c.blocks_.push_back(base);  // within the capacity reserved: a deleter must not throw
       c.bytes_ += capacity;
     }
-    for (void* p : evicted) std::free(p);
+    for (size_t i = 0; i < n; ++i) std::free(evicted[i]);
   }
 
  private:
+  OutputBlocks() { blocks_.reserve(kCachedBlocks); }
   static OutputBlocks& instance() {
     static OutputBlocks* const blocks = new OutputBlocks();
     return *blocks;
