@@ -126,15 +126,12 @@ bool allocatable(c10::IntArrayRef shape, int64_t element_bytes) {
 namespace {
 
 // The blocks of outputs allocated here, kept when the output is freed for the next output of up
-// to their size (and more than half of it), most recent first. glibc places an aligned request at
-// a new address while the chunk of the same size freed a moment ago waits in a bin, and maps a
-// large one anew (every page faulted and zeroed on first write), so without them every call
-// writes memory that no cache holds: inverse_gptj_rope_o_proj at decode 8 writes 1 MiB of out in
-// 44 µs from torch.empty's memory, 32 µs into a kept block; at prefill 4096 (512 MiB) the faults
-// take 150 ms of 214. At most kCachedBlocks blocks and cap() bytes are kept (1 GiB or a sixteenth
-// of the memory, the smaller); a larger output comes from at::empty. A block is a 64-byte header
-// holding its capacity, then the data; the deleter may run on any thread, and the list is never
-// destroyed (tensors can outlive static destruction).
+// to their size and more than half of it, most recent first: torch.empty's memory would sit at a
+// new address on every call, or be mapped anew, so the op would write lines no cache holds
+// (docs/decisions.md, "Outputs allocated in C++ reuse the blocks of freed ones"). At most
+// kCachedBlocks blocks and cap() bytes are kept; a larger output comes from at::empty. A block is
+// a 64-byte header holding its capacity, then the data; the deleter may run on any thread, and
+// the list is never destroyed (tensors can outlive static destruction).
 class OutputBlocks {
  public:
   static constexpr size_t kCachedBlocks = 2, kHeader = 64;
