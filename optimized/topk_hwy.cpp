@@ -12,7 +12,8 @@
 // vllm (§5.4): the heap steps verbatim; an element enters only if s > h[0].s, and h[0].s changes
 // only when one enters, so a vector compare against h[0].s skips every block of elements that
 // cannot enter. Without a NaN among the first K scores the heap holds one 64-bit key per element
-// (score order key, index), so that every step of the libstdc++ algorithm is an integer compare.
+// (score order key, index), so that every step of the libstdc++ algorithm is an integer compare,
+// and the hole path of each replace comes from bits kept per node (PathHeap512).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -281,80 +282,113 @@ void ReplaceTop(Heap h, int64_t len, float xs, int32_t xi) {
 }
 
 // The same heap as 64-bit keys (OrderKey(s) << 32 | i) when no score in it is NaN: then
-// below(a, b) is key(a) > key(b) (−0 and +0 share a key and compare by index, as IEEE does),
-// every comparison is one integer compare and the child choice of SIFT_DOWN needs no branch.
-struct KeyHeap {
-  uint64_t* k;
-};
-
+// below(a, b) is key(a) > key(b) (−0 and +0 share a key and compare by index, as IEEE does) and
+// every comparison is one integer compare.
 inline uint64_t HeapKey(float s, int64_t i) {
   return (static_cast<uint64_t>(OrderKey(s)) << 32) | static_cast<uint32_t>(i);
 }
 
-inline void SiftUpKey(KeyHeap h, int64_t hole, int64_t top, uint64_t v) {
+inline void SiftUpKey(uint64_t* k, int64_t hole, int64_t top, uint64_t v) {
   int64_t parent = (hole - 1) / 2;
-  while (hole > top && h.k[parent] > v) {
-    h.k[hole] = h.k[parent];
+  while (hole > top && k[parent] > v) {
+    k[hole] = k[parent];
     hole = parent;
     parent = (hole - 1) / 2;
   }
-  h.k[hole] = v;
+  k[hole] = v;
 }
 
-// The child SIFT_DOWN moves up from `parent` (which has two): the right one unless it is below
-// the left one.
-inline int64_t UpperChild(const uint64_t* k, int64_t parent) {
-  const int64_t right = 2 * (parent + 1);
-  return right - static_cast<int64_t>(k[right] > k[right - 1]);
-}
-
-// SIFT_DOWN; where the next three (or two) levels below the hole have both children, their
-// choices come from loads issued together (the descendants of p at each level are adjacent:
-// 2p + 1 .. 2p + 2, 4p + 3 .. 4p + 6, 8p + 7 .. 8p + 14), shortening the chain of dependent
-// loads; the moves are the same.
-inline void SiftDownKey(KeyHeap h, int64_t hole, int64_t n, uint64_t v) {
-  const int64_t top = hole, last_parent = (n - 1) / 2;  // nodes below it have two children
-  while (4 * hole + 6 < last_parent) {  // three levels: great-grandchildren 8p + 7 .. 8p + 14
-    const int64_t c = UpperChild(h.k, hole);
-    const int64_t g0 = UpperChild(h.k, 2 * hole + 1), g1 = UpperChild(h.k, 2 * hole + 2);
-    const int64_t e0 = UpperChild(h.k, 4 * hole + 3), e1 = UpperChild(h.k, 4 * hole + 4);
-    const int64_t e2 = UpperChild(h.k, 4 * hole + 5), e3 = UpperChild(h.k, 4 * hole + 6);
-    const bool left = c == 2 * hole + 1;
-    const int64_t g = left ? g0 : g1;
-    const int64_t first = left ? 4 * hole + 3 : 4 * hole + 5;  // g's sibling pair starts here
-    const int64_t e = g == first ? (left ? e0 : e2) : (left ? e1 : e3);
-    h.k[hole] = h.k[c];
-    h.k[c] = h.k[g];
-    h.k[g] = h.k[e];
-    hole = e;
-  }
-  while (2 * (hole + 1) < last_parent) {
-    const int64_t c = UpperChild(h.k, hole);
-    const int64_t g_left = UpperChild(h.k, 2 * hole + 1), g_right = UpperChild(h.k, 2 * hole + 2);
-    const int64_t g = c == 2 * hole + 1 ? g_left : g_right;
-    h.k[hole] = h.k[c];
-    h.k[c] = h.k[g];
-    hole = g;
-  }
+inline void SiftDownKey(uint64_t* k, int64_t hole, int64_t n, uint64_t v) {
+  const int64_t top = hole;
   int64_t child = hole;
-  while (child < last_parent) {
-    child = UpperChild(h.k, child);
-    h.k[hole] = h.k[child];
+  while (child < (n - 1) / 2) {
+    child = 2 * (child + 1);
+    child -= static_cast<int64_t>(k[child] > k[child - 1]);
+    k[hole] = k[child];
     hole = child;
   }
   if (n % 2 == 0 && child == (n - 2) / 2) {
     child = 2 * (child + 1);
-    h.k[hole] = h.k[child - 1];
+    k[hole] = k[child - 1];
     hole = child - 1;
   }
-  SiftUpKey(h, hole, top, v);
+  SiftUpKey(k, hole, top, v);
 }
 
-// REPLACE_TOP: the pop moves the top to position len − 1, which the push overwrites at once.
-inline void ReplaceTopKey(KeyHeap h, int64_t len, uint64_t x) {
-  SiftDownKey(h, 0, len - 1, h.k[len - 1]);
-  SiftUpKey(h, len - 1, 0, x);
-}
+// The key heap of K = 512 (§5.4 exists for K = 512 only) with the choice of SIFT_DOWN at every
+// node kept as a bit: up(q) = k[2q + 2] > k[2q + 1], the upper child of q being 2q + 2 − up(q).
+// REPLACE_TOP's pop sifts over the first 511 keys, a perfect tree of 9 levels whose 255 inner
+// nodes 0 .. 254 have two children each, so its hole path p0 = 0, ..., p8 (a leaf) comes from the
+// bits alone, in registers: no load waits on the previous step's compare. The bits are those of
+// the keys k[1 .. 510]; a replace changes keys only on the hole path and, when the pushed key
+// rises, on the path of 511, so only their nodes' bits are recomputed.
+class PathHeap512 {
+ public:
+  static constexpr int64_t kK = 512;
+
+  explicit PathHeap512(uint64_t* k) : k_(k) {
+    for (int64_t q = 0; q < 255; ++q) set(q, up(q));
+  }
+
+  // REPLACE_TOP(x): pop_heap (the top to 511, the key there sifted into the first 511) and
+  // push_heap of x at 511.
+  void Replace(uint64_t x) {
+    uint64_t* k = k_;
+    const uint64_t v = k[511];
+    const int64_t p1 = Step(0, top_, 0), p2 = Step(p1, top_, p1), p3 = Step(p2, top_, p2);
+    const int64_t p4 = Step(p3, top_, p3), p5 = Step(p4, top_, p4), p6 = Step(p5, top_, p5);
+    const int64_t p7 = Step(p6, level6_, p6 - 63), i7 = p7 - 127;
+    const int64_t p8 = Step(p7, level7_[i7 >> 6], i7);
+    const uint64_t k1 = k[p1], k2 = k[p2], k3 = k[p3], k4 = k[p4], k5 = k[p5], k6 = k[p6],
+                   k7 = k[p7], k8 = k[p8];
+    const uint64_t s1 = k[Sibling(p1)], s2 = k[Sibling(p2)], s3 = k[Sibling(p3)],
+                   s4 = k[Sibling(p4)], s5 = k[Sibling(p5)], s6 = k[Sibling(p6)],
+                   s7 = k[Sibling(p7)], s8 = k[Sibling(p8)];
+    k[0] = k1, k[p1] = k2, k[p2] = k3, k[p3] = k4, k[p4] = k5, k[p5] = k6, k[p6] = k7, k[p7] = k8;
+    k[p8] = v;
+    // v stays at the leaf unless its parent (now k8) is above it; x stays at 511 unless k[255] is.
+    if (HWY_LIKELY(k8 < v && k[255] < x)) {
+      k[511] = x;
+      // Each inner node of the path has one new child (the next node) beside an unchanged one.
+      const uint64_t mask = 1 | Bit(p1) | Bit(p2) | Bit(p3) | Bit(p4) | Bit(p5);
+      const uint64_t bits = NewUp(p1, k2, s1) | NewUp(p2, k3, s2) << p1 | NewUp(p3, k4, s3) << p2 |
+                            NewUp(p4, k5, s4) << p3 | NewUp(p5, k6, s5) << p4 |
+                            NewUp(p6, k7, s6) << p5;
+      top_ = (top_ & ~mask) | bits;
+      level6_ = (level6_ & ~Bit(p6 - 63)) | NewUp(p7, k8, s7) << (p6 - 63);
+      uint64_t& w = level7_[i7 >> 6];
+      w = (w & ~Bit(i7 & 63)) | NewUp(p8, v, s8) << (i7 & 63);
+      return;
+    }
+    SiftUpKey(k, p8, 0, v);
+    SiftUpKey(k, 511, 0, x);
+    for (const int64_t q : {int64_t{0}, p1, p2, p3, p4, p5, p6, p7}) set(q, up(q));
+    for (int64_t q = 127; q > 0; q = (q - 1) / 2) set(q, up(q));  // the inner nodes above 511
+  }
+
+ private:
+  static uint64_t Bit(int64_t i) { return uint64_t{1} << i; }
+  // The upper child of p, its bit at position i of word w.
+  static int64_t Step(int64_t p, uint64_t w, int64_t i) {
+    return 2 * p + 2 - static_cast<int64_t>((w >> (i & 63)) & 1);
+  }
+  static int64_t Sibling(int64_t c) { return c - 1 + 2 * (c & 1); }
+  // up(parent of c) when c holds nv beside sibling sv (keys are distinct; c odd: the left child).
+  static uint64_t NewUp(int64_t c, uint64_t nv, uint64_t sv) {
+    return static_cast<uint64_t>(nv > sv) ^ static_cast<uint64_t>(c & 1);
+  }
+  uint64_t up(int64_t q) const { return static_cast<uint64_t>(k_[2 * q + 2] > k_[2 * q + 1]); }
+  // Bits by level: nodes 0 .. 62 (levels 0-5) in top_, 63 .. 126 in level6_, 127 .. 254 in
+  // level7_.
+  void set(int64_t q, uint64_t b) {
+    uint64_t& w = q < 63 ? top_ : q < 127 ? level6_ : level7_[(q - 127) >> 6];
+    const int64_t i = q < 63 ? q : q < 127 ? q - 63 : (q - 127) & 63;
+    w = (w & ~Bit(i)) | b << i;
+  }
+
+  uint64_t* k_;
+  uint64_t top_ = 0, level6_ = 0, level7_[2] = {0, 0};
+};
 
 // The first i in [from, L) with s[i] > t, or L: the first element alone (rows where most elements
 // enter), then four vectors per decision.
@@ -384,15 +418,16 @@ void VllmRow(const float* s, int64_t L, int64_t K, int32_t* out, TopkScratch& sc
   // holds because every index in the heap is below i. A NaN never enters (IEEE).
   bool nan_in_heap = false;
   for (int64_t i = 0; i < K; ++i) nan_in_heap |= std::isnan(s[i]);
-  if (!nan_in_heap) {
+  if (!nan_in_heap && K == PathHeap512::kK) {
     sc.heap_keys.resize(static_cast<size_t>(K));
-    const KeyHeap h{sc.heap_keys.data()};
-    for (int64_t i = 0; i < K; ++i) h.k[i] = HeapKey(s[i], i);
-    for (int64_t p = (K - 2) / 2; p >= 0; --p) SiftDownKey(h, p, K, h.k[p]);  // MAKE
-    for (int64_t i = NextAbove(s, K, L, FromOrderKey(static_cast<uint32_t>(h.k[0] >> 32))); i < L;
-         i = NextAbove(s, i + 1, L, FromOrderKey(static_cast<uint32_t>(h.k[0] >> 32))))
-      ReplaceTopKey(h, K, HeapKey(s[i], i));
-    for (int64_t i = 0; i < K; ++i) out[i] = static_cast<int32_t>(h.k[i] & 0xFFFFFFFFu);
+    uint64_t* k = sc.heap_keys.data();
+    for (int64_t i = 0; i < K; ++i) k[i] = HeapKey(s[i], i);
+    for (int64_t p = (K - 2) / 2; p >= 0; --p) SiftDownKey(k, p, K, k[p]);  // MAKE
+    PathHeap512 h(k);
+    for (int64_t i = NextAbove(s, K, L, FromOrderKey(static_cast<uint32_t>(k[0] >> 32))); i < L;
+         i = NextAbove(s, i + 1, L, FromOrderKey(static_cast<uint32_t>(k[0] >> 32))))
+      h.Replace(HeapKey(s[i], i));
+    for (int64_t i = 0; i < K; ++i) out[i] = static_cast<int32_t>(k[i] & 0xFFFFFFFFu);
     return;
   }
   sc.heap_scores.resize(static_cast<size_t>(K));
