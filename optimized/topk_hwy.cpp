@@ -335,8 +335,9 @@ class PathHeap512 {
   void Replace(uint64_t x) {
     uint64_t* k = k_;
     const uint64_t v = k[511];
-    const int64_t p1 = Step(0, top_, 0), p2 = Step(p1, top_, p1), p3 = Step(p2, top_, p2);
-    const int64_t p4 = Step(p3, top_, p3), p5 = Step(p4, top_, p4), p6 = Step(p5, top_, p5);
+    const uint64_t w = levels0to5_;
+    const int64_t p1 = Step(0, w, 0), p2 = Step(p1, w, p1), p3 = Step(p2, w, p2);
+    const int64_t p4 = Step(p3, w, p3), p5 = Step(p4, w, p4), p6 = Step(p5, w, p5);
     const int64_t p7 = Step(p6, level6_, p6 - 63), i7 = p7 - 127;
     const int64_t p8 = Step(p7, level7_[i7 >> 6], i7);
     const uint64_t k1 = k[p1], k2 = k[p2], k3 = k[p3], k4 = k[p4], k5 = k[p5], k6 = k[p6],
@@ -354,10 +355,10 @@ class PathHeap512 {
       const uint64_t bits = NewUp(p1, k2, s1) | NewUp(p2, k3, s2) << p1 | NewUp(p3, k4, s3) << p2 |
                             NewUp(p4, k5, s4) << p3 | NewUp(p5, k6, s5) << p4 |
                             NewUp(p6, k7, s6) << p5;
-      top_ = (top_ & ~mask) | bits;
+      levels0to5_ = (w & ~mask) | bits;
       level6_ = (level6_ & ~Bit(p6 - 63)) | NewUp(p7, k8, s7) << (p6 - 63);
-      uint64_t& w = level7_[i7 >> 6];
-      w = (w & ~Bit(i7 & 63)) | NewUp(p8, v, s8) << (i7 & 63);
+      uint64_t& w7 = level7_[i7 >> 6];
+      w7 = (w7 & ~Bit(i7 & 63)) | NewUp(p8, v, s8) << (i7 & 63);
       return;
     }
     SiftUpKey(k, p8, 0, v);
@@ -378,16 +379,15 @@ class PathHeap512 {
     return static_cast<uint64_t>(nv > sv) ^ static_cast<uint64_t>(c & 1);
   }
   uint64_t up(int64_t q) const { return static_cast<uint64_t>(k_[2 * q + 2] > k_[2 * q + 1]); }
-  // Bits by level: nodes 0 .. 62 (levels 0-5) in top_, 63 .. 126 in level6_, 127 .. 254 in
-  // level7_.
+  // The bits by level: nodes 0 .. 62 in levels0to5_, 63 .. 126 in level6_, 127 .. 254 in level7_.
   void set(int64_t q, uint64_t b) {
-    uint64_t& w = q < 63 ? top_ : q < 127 ? level6_ : level7_[(q - 127) >> 6];
+    uint64_t& w = q < 63 ? levels0to5_ : q < 127 ? level6_ : level7_[(q - 127) >> 6];
     const int64_t i = q < 63 ? q : q < 127 ? q - 63 : (q - 127) & 63;
     w = (w & ~Bit(i)) | b << i;
   }
 
   uint64_t* k_;
-  uint64_t top_ = 0, level6_ = 0, level7_[2] = {0, 0};
+  uint64_t levels0to5_ = 0, level6_ = 0, level7_[2] = {0, 0};
 };
 
 // The first i in [from, L) with s[i] > t, or L: the first element alone (rows where most elements
