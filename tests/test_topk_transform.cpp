@@ -233,6 +233,38 @@ DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeap, "topk_transform_512") {
   });
 }
 
+// §5.4 on rows where most scores enter the heap, so that nearly every step replaces its top
+// (the hole paths of the optimized heap): ascending, ascending with noise (keys that rise past
+// their parents on the push), a sawtooth and a random walk, 20,000 scores each.
+DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeapWhereMostScoresEnter, "topk_transform_512") {
+  std::mt19937_64 rng(22);
+  std::normal_distribution<float> noise;
+  constexpr int64_t B = 4, S = 20000;
+  std::vector<float> scores(static_cast<size_t>(B * S));
+  float walk = 0.0f;
+  for (int64_t i = 0; i < S; ++i) {
+    walk += noise(rng);
+    const auto x = static_cast<float>(i);
+    scores[static_cast<size_t>(i)] = x;
+    scores[static_cast<size_t>(S + i)] = x + 50.0f * noise(rng);
+    scores[static_cast<size_t>(2 * S + i)] = static_cast<float>(i % 3000);
+    scores[static_cast<size_t>(3 * S + i)] = walk;
+  }
+  const std::vector<int32_t> seq_lens(B, static_cast<int32_t>(S));
+  testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
+    std::vector<int32_t> raw(B * 512, -7);
+    topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
+                       TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 1,
+                       TopkMode::vllm, MutableTensorView(raw.data(), DType::I32, {B, 512}),
+                       MutableTensorView(), run.options());
+    for (int64_t b = 0; b < B; ++b) {
+      const std::vector<float> row(scores.begin() + b * S, scores.begin() + (b + 1) * S);
+      const std::vector<int32_t> got(raw.begin() + b * 512, raw.begin() + (b + 1) * 512);
+      EXPECT_EQ(got, std_heap_select(row, S)) << run.label() << " row " << b;
+    }
+  });
+}
+
 // §5.5 through the public op on selected rows: page_indices agree with the formula applied to
 // raw_indices, for page sizes 1 and 64 and I32 / I64 tables with negative tails.
 TEST(TopkTransform512, PageTransformOfSelectedRows) {
