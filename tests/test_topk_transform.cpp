@@ -208,18 +208,13 @@ std::vector<int32_t> std_heap_select(const std::vector<float>& s, int64_t L) {
   return out;
 }
 
-DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeap, "topk_transform_512") {
-  std::mt19937_64 rng(21);
-  constexpr int64_t B = 12, S = 3000;
-  std::vector<float> scores;
-  std::vector<int32_t> seq_lens;
-  for (int64_t b = 0; b < B; ++b) {
-    const std::vector<float> row = random_row(rng, S, static_cast<int>(b % 5));
-    scores.insert(scores.end(), row.begin(), row.end());
-    seq_lens.push_back(b == 0 ? 513 : static_cast<int32_t>(513 + rng() % (S - 512)));
-  }
+// topk_transform_512 in vllm mode on rows [B, S] of `scores` (row b selecting from its first
+// seq_lens[b]) equals std_heap_select for every run of the op.
+void check_vllm_against_std_heap(const std::vector<float>& scores,
+                                 const std::vector<int32_t>& seq_lens, int64_t S) {
+  const auto B = static_cast<int64_t>(seq_lens.size());
   testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
-    std::vector<int32_t> raw(B * 512, -7);
+    std::vector<int32_t> raw(static_cast<size_t>(B * 512), -7);
     topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
                        TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 1,
                        TopkMode::vllm, MutableTensorView(raw.data(), DType::I32, {B, 512}),
@@ -231,6 +226,19 @@ DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeap, "topk_transform_512") {
           << run.label() << " row " << b;
     }
   });
+}
+
+DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeap, "topk_transform_512") {
+  std::mt19937_64 rng(21);
+  constexpr int64_t B = 12, S = 3000;
+  std::vector<float> scores;
+  std::vector<int32_t> seq_lens;
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<float> row = random_row(rng, S, static_cast<int>(b % 5));
+    scores.insert(scores.end(), row.begin(), row.end());
+    seq_lens.push_back(b == 0 ? 513 : static_cast<int32_t>(513 + rng() % (S - 512)));
+  }
+  check_vllm_against_std_heap(scores, seq_lens, S);
 }
 
 // §5.4 on rows where most scores enter the heap, so that nearly every step replaces its top
@@ -250,19 +258,7 @@ DSV4CPU_RUN_TEST(TopkTransform512, VllmAgainstStdHeapWhereMostScoresEnter, "topk
     scores[static_cast<size_t>(2 * S + i)] = static_cast<float>(i % 3000);
     scores[static_cast<size_t>(3 * S + i)] = walk;
   }
-  const std::vector<int32_t> seq_lens(B, static_cast<int32_t>(S));
-  testing::for_each_run("topk_transform_512", [&](const testing::Run& run) {
-    std::vector<int32_t> raw(B * 512, -7);
-    topk_transform_512(TensorView(scores.data(), DType::F32, {B, S}),
-                       TensorView(seq_lens.data(), DType::I32, {B}), TensorView(), 1,
-                       TopkMode::vllm, MutableTensorView(raw.data(), DType::I32, {B, 512}),
-                       MutableTensorView(), run.options());
-    for (int64_t b = 0; b < B; ++b) {
-      const std::vector<float> row(scores.begin() + b * S, scores.begin() + (b + 1) * S);
-      const std::vector<int32_t> got(raw.begin() + b * 512, raw.begin() + (b + 1) * 512);
-      EXPECT_EQ(got, std_heap_select(row, S)) << run.label() << " row " << b;
-    }
-  });
+  check_vllm_against_std_heap(scores, std::vector<int32_t>(B, static_cast<int32_t>(S)), S);
 }
 
 // §5.5 through the public op on selected rows: page_indices agree with the formula applied to
