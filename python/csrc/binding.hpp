@@ -27,6 +27,8 @@ c10::ScalarType scalar_type_of(DType d);
 // an error.
 MutableTensorView view_of(const at::Tensor& t, bool fp8, std::string_view op,
                           std::string_view arg);
+// The dtype of the view of a defined tensor, after view_of's checks (device, dtype, rank).
+DType view_dtype(const at::Tensor& t, bool fp8, std::string_view op, std::string_view arg);
 
 // "best", "reference", "optimized" -> Impl; anything else is a ValueError naming `op` and "impl".
 Impl parse_impl(const std::string& op, const std::string& text);

@@ -88,16 +88,22 @@ c10::ScalarType scalar_type_of(DType d) {
   return c10::ScalarType::Byte;
 }
 
-MutableTensorView view_of(const at::Tensor& t, bool fp8, std::string_view op,
-                          std::string_view arg) {
-  if (!t.defined()) return MutableTensorView();
+DType view_dtype(const at::Tensor& t, bool fp8, std::string_view op, std::string_view arg) {
   const DType dtype = dtype_of(t, fp8, op, arg);
   const auto rank = static_cast<int>(t.dim());
   if (rank > kMaxRank)
     throw ShapeError(std::string(op), std::string(arg), {}, std::to_string(rank),
                      std::string(arg) + ": rank " + std::to_string(rank) + " (expected at most " +
                          std::to_string(kMaxRank) + " dimensions)");
-  return MutableTensorView(t.data_ptr(), dtype, rank, t.sizes().data(), t.strides().data());
+  return dtype;
+}
+
+MutableTensorView view_of(const at::Tensor& t, bool fp8, std::string_view op,
+                          std::string_view arg) {
+  if (!t.defined()) return MutableTensorView();
+  const DType dtype = view_dtype(t, fp8, op, arg);
+  return MutableTensorView(t.data_ptr(), dtype, static_cast<int>(t.dim()), t.sizes().data(),
+                           t.strides().data());
 }
 
 Impl parse_impl(const std::string& op, const std::string& text) {
@@ -314,10 +320,19 @@ class Signature {
   // The op takes the keyword fresh_outputs.
   bool fresh_outputs() const { return fresh_outputs_; }
   // The position of the argument called `name`, which must be a literal (static storage): its
-  // address is kept.
-  size_t index(const c10::FunctionSchema& schema, const char* name) const {
-    for (size_t i = 0; i < literals_.size(); ++i)
-      if (literals_[i].load(std::memory_order_relaxed) == name) return i;
+  // address is kept. `last`: the position a call found before (or npos); a binding reads its
+  // arguments in the schema's order or, as the arguments of one call, in the reverse order, so
+  // the neighbours of `last` are tried first.
+  size_t index(const c10::FunctionSchema& schema, const char* name,
+               size_t last = static_cast<size_t>(-1)) const {
+    const size_t n = literals_.size();
+    const auto is = [&](size_t i) {
+      return i < n && literals_[i].load(std::memory_order_relaxed) == name;
+    };
+    if (is(last + 1)) return last + 1;
+    if (is(last - 1)) return last - 1;
+    for (size_t i = 0; i < n; ++i)
+      if (is(i)) return i;
     const auto i = schema.argumentIndexWithName(name);
     if (!i) throw std::logic_error(name_ + ": the binding reads '" + name + "', not in its schema");
     literals_[static_cast<size_t>(*i)].store(name, std::memory_order_relaxed);
@@ -338,22 +353,32 @@ class Call {
   Call(const Signature& sig, const c10::FunctionSchema& schema, torch::jit::Stack& stack)
       : sig_(sig), schema_(schema), args_(torch::jit::last(stack, sig.size())) {
     // Every tensor argument, in the schema's (the specification's) order, so that the first
-    // argument the library cannot take is the one reported.
-    views_.resize(args_.size());
-    for (size_t i = 0; i < args_.size(); ++i)
-      if (args_[i].isTensor())
-        views_[i] = view_of(args_[i].toTensor(), sig.fp8(i), sig.name(),
-                            schema.arguments()[i].name());
+    // argument the library cannot take is the one reported. Only tensors get a view (clearing a
+    // default view for every argument was most of a small call's binding time), made in place (a
+    // copy of a view just made waits for its narrow stores: about 15 cycles each).
+    view_at_.resize(args_.size());
+    for (size_t i = 0; i < args_.size(); ++i) {
+      if (!args_[i].isTensor()) continue;
+      const at::Tensor& t = args_[i].toTensor();
+      view_at_[i] = static_cast<uint8_t>(views_.size() + 1);
+      if (!t.defined()) {
+        views_.emplace_back();
+        continue;
+      }
+      const DType dtype = view_dtype(t, sig.fp8(i), sig.name(), schema.arguments()[i].name());
+      views_.emplace_back(t.data_ptr(), dtype, static_cast<int>(t.dim()), t.sizes().data(),
+                          t.strides().data());
+    }
   }
 
   // An input: a read-only view of the tensor (None: absent).
-  TensorView in(const char* name) const { return views_[index(name)]; }
+  const TensorView& in(const char* name) const { return view(index(name)); }
   // An output or in-place buffer, an argument the schema marks as written (Tensor(a!)).
-  MutableTensorView out(const char* name) const {
+  const MutableTensorView& out(const char* name) const {
     const size_t i = index(name);
     if (!sig_.writes(i))
       throw std::logic_error(op() + ": '" + name + "' is not a written argument");
-    return views_[i];
+    return view(i);
   }
 
   int64_t integer(const char* name) const { return arg(name).toInt(); }
@@ -401,13 +426,19 @@ class Call {
   std::vector<c10::IValue>& results() { return results_; }
 
  private:
-  size_t index(const char* name) const { return sig_.index(schema_, name); }
+  size_t index(const char* name) const { return last_ = sig_.index(schema_, name, last_); }
   const c10::IValue& arg(const char* name) const { return args_[index(name)]; }
+  const MutableTensorView& view(size_t i) const {
+    static const MutableTensorView absent;
+    return view_at_[i] ? views_[view_at_[i] - 1u] : absent;
+  }
 
   const Signature& sig_;
   const c10::FunctionSchema& schema_;
   c10::ArrayRef<c10::IValue> args_;
-  c10::SmallVector<MutableTensorView, 16> views_;  // on the stack for every bound op
+  c10::SmallVector<MutableTensorView, 16> views_;  // the tensor arguments', on the stack
+  c10::SmallVector<uint8_t, 32> view_at_;          // per argument: 1 + its view's place, or 0
+  mutable size_t last_ = static_cast<size_t>(-1);  // the argument index() found last
   std::vector<c10::IValue> results_;
 };
 

@@ -34,6 +34,8 @@ namespace {
 using Args = c10::ArrayRef<c10::IValue>;
 
 // The dsv4cpu view of a tensor argument, named as the dsv4cpu op names it (errors match the op's).
+// Kept as the MutableTensorView it is: a TensorView copy of a view just made waits for the view's
+// narrow stores.
 MutableTensorView view(const c10::IValue& v, const char* op, const char* name,
                        bool fp8 = false) {
   return view_of(v.toTensor(), fp8, op, name);
@@ -50,7 +52,7 @@ Options vllm_options() {
 //                         Tensor(a!) state_cache, Tensor slot_mapping) -> ()
 at::Tensor serve_save_partial_states(Args a) {
   constexpr const char* op = "save_partial_states";
-  const TensorView kv = view(a[0], op, "kv"), score = view(a[1], op, "score"),
+  const MutableTensorView kv = view(a[0], op, "kv"), score = view(a[1], op, "score"),
                    ape = view(a[2], op, "ape"), positions = view(a[3], op, "positions");
   const MutableTensorView state_cache = view(a[4], op, "state_cache");
   save_partial_states(kv, score, ape, positions, state_cache, view(a[5], op, "slot_mapping"),
@@ -103,7 +105,7 @@ at::Tensor serve_compress(Args a) {
   constexpr const char* op =
       kIndexer ? "compress_norm_rope_store_indexer" : "compress_norm_rope_store";
   const auto [state, slots] = compact_state(a[0].toTensor(), a[1].toTensor(), a[7].toTensor());
-  const TensorView state_cache = view_of(state, false, op, "state_cache"),
+  const MutableTensorView state_cache = view_of(state, false, op, "state_cache"),
                    gather_slots = view_of(slots, false, op, "gather_slots"),
                    positions = view(a[2], op, "positions"),
                    kv_slot_mapping = view(a[3], op, "kv_slot_mapping"),
@@ -124,7 +126,7 @@ at::Tensor serve_compress(Args a) {
 // The views in the dsv4cpu op's argument order, so that the same argument is reported first.
 at::Tensor serve_fused_indexer_q_rope_quant(Args a) {
   constexpr const char* op = "fused_indexer_q_rope_quant";
-  const TensorView q = view(a[1], op, "q"), weights = view(a[4], op, "weights"),
+  const MutableTensorView q = view(a[1], op, "q"), weights = view(a[4], op, "weights"),
                    positions = view(a[0], op, "positions"),
                    cos_sin_cache = view(a[2], op, "cos_sin_cache");
   const MutableTensorView q_fp8 = view(a[3], op, "q_fp8", true);
@@ -153,7 +155,7 @@ at::Tensor serve_fused_qnorm_rope_kv_insert(Args a) {
   const std::vector<int64_t> shape = {q_tensor.dim() > 0 ? q_tensor.size(0) : 0, a[6].toInt(),
                                       kMainHeadDim};
   const Allocated q_out = allocate_output(shape, q_tensor.options().dtype(at::kBFloat16));
-  const TensorView q = view(a[0], op, "q"), kv = view(a[1], op, "kv"),
+  const MutableTensorView q = view(a[0], op, "q"), kv = view(a[1], op, "kv"),
                    positions = view(a[2], op, "positions"),
                    slot_mapping = view(a[4], op, "slot_mapping");
   const MutableTensorView swa_cache = view(a[3], op, "swa_cache");
