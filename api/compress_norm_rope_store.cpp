@@ -65,7 +65,8 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
     check_no_overlap(op, "kv_cache", a.kv_cache, name, *in);
   // (d) index elements in signature order, then per emitting token in ascending order: its
   // RoPE row, its own row W - 1, distinct kv slots.
-  check_slots(op, "gather_slots", a.gather_slots, {a.nb, a.sbs, "the state cache", "rows"});
+  check_slots(op, "gather_slots", a.gather_slots, {a.nb, a.sbs, "the state cache", "rows"},
+              o.num_threads);
   check_positions(op, a.positions);
   check_slots(op, "kv_slot_mapping", a.kv_slot_mapping,
               {a.nblk, P, "the compressed cache", "entries"});

@@ -53,10 +53,12 @@ void validate(SparseMlaAttentionArgs& a, const Options& o) {
   check_outputs_disjoint(op, "out", a.out, "lse", a.lse);
   // (d) slots in signature order (vLLM skips out-of-range slots; this library rejects them).
   check_slots(op, "window_slots", a.window_slots,
-              {a.window_cache.size(0), a.window_block_size, "the window cache", "entries"});
+              {a.window_cache.size(0), a.window_block_size, "the window cache", "entries"},
+              o.num_threads);
   check_slots(op, "compressed_slots", a.compressed_slots,
               {a.compressed_cache.size(0), a.compressed_block_size, "the compressed cache",
-               "entries"});
+               "entries"},
+              o.num_threads);
   if (!o.check_finite) return;
   // (e) q finite (the H heads of every token); attn_sink finite or -inf.
   const uint16_t* q = a.q.ptr<const uint16_t>();

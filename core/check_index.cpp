@@ -124,8 +124,9 @@ void check_request_indices(const char* op, const char* name, const TensorView& v
                    "0 <= " + std::string(name) + " < " + str(R));
 }
 
-void check_slots(const char* op, const char* name, const TensorView& v, const SlotRange& range) {
-  const int64_t i = first_outside(v, -1, range.size());
+void check_slots(const char* op, const char* name, const TensorView& v, const SlotRange& range,
+                 int num_threads) {
+  const int64_t i = first_outside(v, -1, range.size(), num_threads);
   if (i == v.numel()) return;
   const int64_t slot = with_data(v, [i](const auto* p) { return static_cast<int64_t>(p[i]); });
   fail_slot(op, name, v, i, slot, &range);

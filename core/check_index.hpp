@@ -79,8 +79,10 @@ struct SlotRange {
   }
 };
 // Every element of `v` (rank 1 or 2) is -1 or in the range: "negative slot other than -1",
-// "slot beyond <cache>" (expected "-1 or 0 <= slot < 4096 = 1024 pages x 4 rows").
-void check_slots(const char* op, const char* name, const TensorView& v, const SlotRange& range);
+// "slot beyond <cache>" (expected "-1 or 0 <= slot < 4096 = 1024 pages x 4 rows"). The scan runs
+// on up to `num_threads` threads (first_outside).
+void check_slots(const char* op, const char* name, const TensorView& v, const SlotRange& range,
+                 int num_threads = 1);
 // The same with no upper bound (expected "-1 or >= 0").
 void check_slots(const char* op, const char* name, const TensorView& v);
 

@@ -165,6 +165,22 @@ DSV4CPU_RUN_TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage,
             "cache (expected -1 or 0 <= slot < 4096 = 1024 pages x 4 rows)");
 }
 
+// The scan of gather_slots splits over the run's threads: the first bad element in row-major order
+// is reported wherever the split falls (one bad element in each half of 32).
+DSV4CPU_RUN_TEST(CompressBadInput, FirstBadGatherSlotOnEveryThreadCount,
+                 "compress_norm_rope_store") {
+  CompressCase c(512, 4, 8, /*nb=*/1024, /*N=*/4, 1, 64, 8);
+  for (int64_t t = 0; t < 4; ++t) {
+    c.positions[static_cast<size_t>(t)] = t;
+    c.gather[static_cast<size_t>(t * 8 + 7)] = t;
+  }
+  c.gather[1 * 8 + 2] = 4096;
+  c.gather[3 * 8 + 0] = -2;
+  EXPECT_EQ(expect_error(c, "IndexError"),
+            "dsv4cpu::compress_norm_rope_store: gather_slots[1, 2] = 4096: slot beyond the state "
+            "cache (expected -1 or 0 <= slot < 4096 = 1024 pages x 4 rows)");
+}
+
 DSV4CPU_RUN_TEST(CompressBadInput, IndexElements,
                  {"compress_norm_rope_store", "compress_norm_rope_store_indexer"}) {
   for (int hd : {512, 128}) {
