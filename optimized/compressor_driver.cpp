@@ -39,13 +39,18 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
   const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
   // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
   // the state row, score at SW + that offset.
+  // Slot g is row g % sbs of page g / sbs (§3.1): a shift and a mask where sbs is a power of two
+  // (the model's 4 and 8), else a division (one per window row: 128 per C4 decode 8 call).
+  const int sbs_shift = (a.sbs & (a.sbs - 1)) == 0 ? __builtin_ctzll(a.sbs) : -1;
+  const int64_t page_stride = a.state_cache.stride(0), row_stride = 2 * a.SW;
   auto window_rows = [&](int64_t t, const float** kv, const float** score) {
     size_t valid = 0;
     for (int64_t w = 0; w < a.W; ++w) {
       const int64_t g = gather(t, w);
       if (g < 0) continue;
-      const float* row = a.state_cache.ptr<const float>() + (g / a.sbs) * a.state_cache.stride(0) +
-                         (g % a.sbs) * 2 * a.SW + (w >= a.compress_ratio ? HD : 0);
+      const int64_t page = sbs_shift >= 0 ? g >> sbs_shift : g / a.sbs;
+      const float* row = a.state_cache.ptr<const float>() + page * page_stride +
+                         (g - page * a.sbs) * row_stride + (w >= a.compress_ratio ? HD : 0);
       kv[valid] = row;
       score[valid] = row + a.SW;
       ++valid;
@@ -59,31 +64,35 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
     finite[static_cast<size_t>(i)] =
         kernel.finish(a, pos(emitting[static_cast<size_t>(i)]), c, entry, entry + L.data_bytes);
   };
-  // Pools channels [d0, d1) of emitting token i into c[d0, d1).
-  const auto pool_token = [&](int64_t i, size_t d0, size_t d1, float* c) {
-    const float* kv[256];
-    const float* score[256];
-    const float* next_kv[16];
-    const float* next_score[16];
-    // Short windows fetch the next token's rows while they pool (long ones row by row).
-    const size_t next = a.W <= 16 && i + 1 < E
-                            ? window_rows(emitting[static_cast<size_t>(i + 1)], next_kv, next_score)
-                            : 0;
-    const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
-    kernel.pool(kv, score, valid, d0, d1, c, next_kv, next_score, next);
-  };
   if (chunks == 1) {  // each token pooled and finished by one thread, its vector in L1
-    parallel_for(E, threads, [&](int64_t i) {
+    parallel_ranges(E, threads, [&](int64_t i0, int64_t i1) {
       alignas(64) float c[512];
-      pool_token(i, 0, static_cast<size_t>(HD), c);
-      finish_entry(i, c);
+      const float* kv[2][256];
+      const float* score[2][256];
+      size_t valid[2], cur = 0;
+      valid[cur] = window_rows(emitting[static_cast<size_t>(i0)], kv[cur], score[cur]);
+      for (int64_t i = i0; i < i1; ++i) {
+        // Short windows fetch the next token's rows while they pool (long ones row by row).
+        const size_t nxt = cur ^ 1;
+        valid[nxt] = i + 1 < i1 ? window_rows(emitting[static_cast<size_t>(i + 1)], kv[nxt],
+                                              score[nxt])
+                                : 0;
+        kernel.pool(kv[cur], score[cur], valid[cur], 0, static_cast<size_t>(HD), c, kv[nxt],
+                    score[nxt], a.W <= 16 ? valid[nxt] : 0);
+        finish_entry(i, c);
+        cur = nxt;
+      }
     });
-  } else {
+  } else {  // fewer tokens than threads: a token's channel chunks over the threads
     std::vector<float> pooled(static_cast<size_t>(E * HD));
     parallel_for(E * chunks, threads, [&](int64_t item) {
       const int64_t i = item / chunks, k = item % chunks;
-      pool_token(i, static_cast<size_t>(blocks * k / chunks * 64),
-                 static_cast<size_t>(blocks * (k + 1) / chunks * 64), pooled.data() + i * HD);
+      const float* kv[256];
+      const float* score[256];
+      const size_t valid = window_rows(emitting[static_cast<size_t>(i)], kv, score);
+      kernel.pool(kv, score, valid, static_cast<size_t>(blocks * k / chunks * 64),
+                  static_cast<size_t>(blocks * (k + 1) / chunks * 64), pooled.data() + i * HD,
+                  nullptr, nullptr, 0);
     });
     parallel_for(E, std::min<int>(threads, static_cast<int>(E)),
                  [&](int64_t i) { finish_entry(i, pooled.data() + i * HD); });
