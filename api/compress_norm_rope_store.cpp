@@ -71,7 +71,8 @@ void validate(CompressNormRopeStoreArgs& a, const Options& o) {
   check_slots(op, "kv_slot_mapping", a.kv_slot_mapping,
               {a.nblk, P, "the compressed cache", "entries"});
   const IndexReader gather(a.gather_slots), pos(a.positions), kv_slot(a.kv_slot_mapping);
-  std::vector<uint8_t> emitting(static_cast<size_t>(a.N));
+  thread_local std::vector<uint8_t> emitting;  // kept between calls: a decode call allocates none
+  if (emitting.size() < static_cast<size_t>(a.N)) emitting.resize(static_cast<size_t>(a.N));
   int64_t bad = a.N;  // the first emitting token whose RoPE row or own row fails
   bool any_emits = false;
   for (int64_t t = 0; t < a.N; ++t) {
