@@ -48,12 +48,12 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
   const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8 * kPoolCost);
   const int64_t blocks = HD / 64;
   const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
-  // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
-  // the state row, score at SW + that offset.
-  // Slot g is row g % sbs of page g / sbs (§3.1): a shift and a mask where sbs is a power of two
-  // (the model's 4 and 8), else a division (one per window row: 128 per C4 decode 8 call).
+  // Slot g is row g % sbs of page g / sbs (§3.1): a shift where sbs is a power of two (the
+  // model's 4 and 8), else a division (one per window row: 64 per C4 decode 8 call).
   const int sbs_shift = (a.sbs & (a.sbs - 1)) == 0 ? __builtin_ctzll(a.sbs) : -1;
   const int64_t page_stride = a.state_cache.stride(0), row_stride = 2 * a.SW;
+  // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
+  // the state row, score at SW + that offset.
   auto window_rows = [&](int64_t t, const float** kv, const float** score) {
     size_t valid = 0;
     for (int64_t w = 0; w < a.W; ++w) {
@@ -70,8 +70,7 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
   };
   const auto finish_entry = [&](int64_t i, const float* c) {
     uint8_t* entry = entries + i * entry_bytes;
-    finite[i] =
-        kernel.finish(a, pos(emitting[i]), c, entry, entry + L.data_bytes);
+    finite[i] = kernel.finish(a, pos(emitting[i]), c, entry, entry + L.data_bytes);
   };
   if (chunks == 1) {  // each token pooled and finished by one thread, its vector in L1
     parallel_ranges(E, threads, [&](int64_t i0, int64_t i1) {
@@ -83,9 +82,7 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
       for (int64_t i = i0; i < i1; ++i) {
         // Short windows fetch the next token's rows while they pool (long ones row by row).
         const size_t nxt = cur ^ 1;
-        valid[nxt] = i + 1 < i1 ? window_rows(emitting[i + 1], kv[nxt],
-                                              score[nxt])
-                                : 0;
+        valid[nxt] = i + 1 < i1 ? window_rows(emitting[i + 1], kv[nxt], score[nxt]) : 0;
         kernel.pool(kv[cur], score[cur], valid[cur], 0, static_cast<size_t>(HD), c, kv[nxt],
                     score[nxt], a.W <= 16 ? valid[nxt] : 0);
         finish_entry(i, c);
