@@ -151,14 +151,21 @@ DSV4CPU_RUN_TEST(CompressBadInput, Shapes,
 
 // ---- (d) index elements ----
 
-DSV4CPU_RUN_TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage,
-                 "compress_norm_rope_store") {
-  // bad-input.md §2's example: 1024 pages x 4 rows, gather_slots[3, 7] = 4096.
+// The case of bad-input.md §2's example: 4 tokens at positions 0-3, each with its own row, a state
+// cache of 1024 pages x 4 rows.
+CompressCase four_tokens_of_1024_pages() {
   CompressCase c(512, 4, 8, /*nb=*/1024, /*N=*/4, 1, 64, 8);
   for (int64_t t = 0; t < 4; ++t) {
     c.positions[static_cast<size_t>(t)] = t;
     c.gather[static_cast<size_t>(t * 8 + 7)] = t;
   }
+  return c;
+}
+
+DSV4CPU_RUN_TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage,
+                 "compress_norm_rope_store") {
+  // bad-input.md §2's example: gather_slots[3, 7] = 4096.
+  CompressCase c = four_tokens_of_1024_pages();
   c.gather[3 * 8 + 7] = 4096;
   EXPECT_EQ(expect_error(c, "IndexError"),
             "dsv4cpu::compress_norm_rope_store: gather_slots[3, 7] = 4096: slot beyond the state "
@@ -169,11 +176,7 @@ DSV4CPU_RUN_TEST(CompressBadInput, GatherSlotBeyondStateCacheSpecMessage,
 // is reported wherever the split falls (one bad element in each half of 32).
 DSV4CPU_RUN_TEST(CompressBadInput, FirstBadGatherSlotOnEveryThreadCount,
                  "compress_norm_rope_store") {
-  CompressCase c(512, 4, 8, /*nb=*/1024, /*N=*/4, 1, 64, 8);
-  for (int64_t t = 0; t < 4; ++t) {
-    c.positions[static_cast<size_t>(t)] = t;
-    c.gather[static_cast<size_t>(t * 8 + 7)] = t;
-  }
+  CompressCase c = four_tokens_of_1024_pages();
   c.gather[1 * 8 + 2] = 4096;
   c.gather[3 * 8 + 0] = -2;
   EXPECT_EQ(expect_error(c, "IndexError"),
