@@ -48,10 +48,6 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
   const int threads = threads_for(ctx.num_threads, E * a.W * HD * 8 * kPoolCost);
   const int64_t blocks = HD / 64;
   const int64_t chunks = E >= threads ? 1 : std::min<int64_t>(blocks, (threads + E - 1) / E);
-  // Slot g is row g % sbs of page g / sbs (§3.1): a shift where sbs is a power of two (the
-  // model's 4 and 8), else a division (one per window row: 64 per C4 decode 8 call).
-  const int sbs_shift = (a.sbs & (a.sbs - 1)) == 0 ? __builtin_ctzll(a.sbs) : -1;
-  const int64_t page_stride = a.state_cache.stride(0), row_stride = 2 * a.SW;
   // compressor.md §5: the valid columns of token t ascending; kv at offset (w >= r ? HD : 0) of
   // the state row, score at SW + that offset.
   auto window_rows = [&](int64_t t, const float** kv, const float** score) {
@@ -59,9 +55,8 @@ void run_compress_norm_rope_store(const CompressNormRopeStoreArgs& a, const RunC
     for (int64_t w = 0; w < a.W; ++w) {
       const int64_t g = gather(t, w);
       if (g < 0) continue;
-      const int64_t page = sbs_shift >= 0 ? g >> sbs_shift : g / a.sbs;
-      const float* row = a.state_cache.ptr<const float>() + page * page_stride +
-                         (g - page * a.sbs) * row_stride + (w >= a.compress_ratio ? HD : 0);
+      const float* row = a.state_cache.ptr<const float>() + (g / a.sbs) * a.state_cache.stride(0) +
+                         (g % a.sbs) * 2 * a.SW + (w >= a.compress_ratio ? HD : 0);
       kv[valid] = row;
       score[valid] = row + a.SW;
       ++valid;
