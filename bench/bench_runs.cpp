@@ -63,9 +63,21 @@ void register_benchmarks() {
     // The compute roof of the target that runs, at the clock Google Benchmark measured.
     const double peak = peak_flops_per_cycle(b.run.target) *
                         benchmark::CPUInfo::Get().cycles_per_second * std::max(b.run.threads, 1);
-    auto body = [prepare, options, label, peak](benchmark::State& state) {
+    // An AMX run on one thread also gets the unit's rate measured just before and just after it,
+    // and its share of that rate ("unit_share"): that rate moves from minute to minute on some
+    // machines, so a roof measured apart from the run (amx_roof) is not the one it had.
+    const bool unit = b.run.target == "AMX_BF16" && b.run.threads <= 1;
+    auto body = [prepare, options, label, peak, unit](benchmark::State& state) {
       const Prepared p = prepare();
+      const double unit_before = unit && p.flops > 0 ? amx_unit_flops() : 0;
       for (auto _ : state) p.run(options);
+      if (unit_before > 0) {
+        const double unit_flops = (unit_before + amx_unit_flops()) / 2;
+        state.counters["unit_flops"] = unit_flops;
+        state.counters["unit_share"] = benchmark::Counter(
+            static_cast<double>(state.iterations() * p.flops) / unit_flops,
+            benchmark::Counter::kIsRate);
+      }
       state.SetBytesProcessed(state.iterations() * p.bytes);
       state.SetLabel(label);
       if (p.items > 0) state.SetItemsProcessed(state.iterations() * p.items);

