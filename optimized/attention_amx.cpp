@@ -1,5 +1,6 @@
 // The tile instructions of the AMX attention products (optimized/attention_amx.hpp holds the
-// rest) and the VBMI decode of the bf16 layouts (optimized/attention_decode_vbmi.hpp). Built with
+// rest), the VBMI decode of the bf16 layouts (optimized/attention_decode_vbmi.hpp) and the AVX-512
+// packing of q (optimized/attention_transpose.hpp). Built with
 // -mamx-tile -mamx-bf16, -mavx512vbmi and AVX-512 flags; nothing here runs unless core/cpu.hpp
 // finds Isa::amx (the CPU, and the OS granting the tile data state).
 #include "optimized/attention_amx.hpp"
@@ -14,14 +15,14 @@ void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S)
 }
 
 void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc) {
+                  float* acc, int64_t groups) {
   AmxTiles t;
-  amx_values(t, Pp, Vp, pairs, alpha, acc);
+  amx_values(t, Pp, Vp, pairs, alpha, acc, groups);
 }
 
 // Constant-initialised: no code of this file runs at load time.
-constexpr AttentionKernel kAmxKernel = {&scores_tiles, &values_tiles, &decode_block_bf16_vbmi,
-                                        &amx_thread_begin, &amx_thread_end};
+constexpr AttentionKernel kAmxKernel = {&scores_tiles, &values_tiles,     &decode_block_bf16_vbmi,
+                                        &pack_q,       &amx_thread_begin, &amx_thread_end};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "args/fp8_ds_mla.hpp"
 #include "optimized/attention_kernel.hpp"
+#include "optimized/attention_transpose.hpp"
 
 namespace dsv4cpu::detail::opt {
 namespace {
@@ -46,17 +47,18 @@ void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
 // Register block: 4 heads × 4 vectors of 16 dims, over the row pairs.
 constexpr int kHeads = 4, kDims = 4;
 
-void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-            float* acc) {
+void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
+                  float* acc) {
   for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16 * kDims)
     for (int64_t h0 = 0; h0 < kHeadBlock; h0 += kHeads) {
       __m512 c[kHeads][kDims];
 #pragma GCC unroll 4
       for (int h = 0; h < kHeads; ++h) {
-        const __m512 a = _mm512_set1_ps(alpha[h0 + h]);
+        const __m512 a = alpha ? _mm512_set1_ps(alpha[h0 + h]) : _mm512_setzero_ps();
 #pragma GCC unroll 4
         for (int k = 0; k < kDims; ++k)
-          c[h][k] = _mm512_mul_ps(_mm512_load_ps(acc + (h0 + h) * kMlaDim + d0 + 16 * k), a);
+          c[h][k] = alpha ? _mm512_mul_ps(_mm512_load_ps(acc + (h0 + h) * kMlaDim + d0 + 16 * k), a)
+                          : a;
       }
       for (int64_t i = 0; i < pairs; ++i) {
         __m512bh v[kDims];
@@ -78,8 +80,16 @@ void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* 
     }
 }
 
+void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
+            float* acc, int64_t groups) {
+  for (int64_t g = 0; g < groups; ++g)
+    group_values(Pp + g * kPpGroup, Vp, pairs, alpha ? alpha + g * kHeadBlock : nullptr,
+                 acc + g * kHeadBlock * kMlaDim);
+}
+
 // Constant-initialised: no code of this file runs at load time.
-constexpr AttentionKernel kAvx512Bf16Kernel = {&scores, &values, nullptr, nullptr, nullptr};
+constexpr AttentionKernel kAvx512Bf16Kernel = {&scores,  &values, nullptr,
+                                               &pack_q, nullptr, nullptr};
 
 }  // namespace
 

@@ -72,7 +72,7 @@ struct AttentionScratch {
   Buffer<uint16_t> krows;   // bf16 rows [kAttentionBlock][512]
   Buffer<uint32_t> vpairs;  // bf16 row pairs (Vp), 8 · kVpBlock
   Buffer<float> s;          // scores [kAttentionBlock][kHeadBlock], then p
-  Buffer<uint32_t> ppairs;  // bf16 probability pairs [kAttentionBlock / 2][kHeadBlock]
+  Buffer<uint32_t> ppairs;  // bf16 probability pairs (Pp) of each head group, kPpGroup words each
   // Per head group of the token: q transposed (fp32 [512][kHeadBlock]) and packed (Qp), the
   // running m, l, α, the non-finite flags and acc [kHeadBlock][512].
   Buffer<float> qt, m, l, alpha, acc;
@@ -249,11 +249,10 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   uint16_t* krows = s.krows.get(kAttentionBlock * kMlaDim);
   uint32_t* vpairs = s.vpairs.get(kMlaDim / 64 * kVpBlock);
   float* S = s.s.get(kAttentionBlock * kHeadBlock);
-  uint32_t* ppairs = s.ppairs.get(kAttentionBlock / 2 * kHeadBlock);
+  uint32_t* ppairs = s.ppairs.get(static_cast<size_t>(groups * kPpGroup));
   std::fill(m, m + heads, -std::numeric_limits<float>::infinity());
   std::fill(l, l + heads, 0.0f);
   std::fill(bad, bad + heads, 0u);
-  std::fill(acc, acc + heads * kMlaDim, 0.0f);
 
   // §2.2: the valid rows in column order, window then compressed, and the non-empty blocks.
   const size_t width = static_cast<size_t>(a.Nw + a.Nc);
@@ -288,14 +287,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     const int64_t h0 = (g0 + g) * kHeadBlock, hn = std::min<int64_t>(kHeadBlock, a.H - h0);
     qt_done[g] = false;
     q_exact[g] = kernel != nullptr && !HasSubnormalBf16(q + h0 * kMlaDim, hn * kMlaDim);
-    if (!q_exact[g]) continue;
-    uint32_t* pair = qp + g * kHeadBlock * kDimPairs;
-    for (int64_t p = 0; p < kDimPairs; ++p)
-      for (int64_t i = 0; i < kHeadBlock; ++i) {
-        uint32_t w = 0;
-        if (i < hn) std::memcpy(&w, q + (h0 + i) * kMlaDim + 2 * p, 4);  // q[2p] in the low half
-        pair[p * kHeadBlock + i] = w;
-      }
+    if (q_exact[g]) kernel->pack_q(q + h0 * kMlaDim, hn, qp + g * kHeadBlock * kDimPairs);
   }
 
   const bool vllm = a.nope_decode == NopeDecode::vllm;
@@ -326,17 +318,15 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       nan_token = true;  // §2.6: every score of the token is non-finite
       break;
     }
-    const int64_t pairs = (n + 1) / 2;
     for (int64_t g = 0; g < groups; ++g) {
       const size_t o = static_cast<size_t>(g * kHeadBlock);
       if (rows_exact && q_exact[g]) {
         kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign, qp + o * kDimPairs, S);
-        Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, ppairs);
-        // acc is +0 before the first block, RN(+0·α) = +0: α = 1 lets the kernel skip it.
-        if (b == 0) std::fill(alpha + o, alpha + o + kHeadBlock, 1.0f);
-        kernel->values(ppairs, vpairs, pairs, alpha + o, acc + o * kMlaDim);
+        Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, ppairs + g * kPpGroup);
         continue;
       }
+      // acc is +0 before the first block.
+      if (b == 0) std::fill(acc + o * kMlaDim, acc + (o + kHeadBlock) * kMlaDim, 0.0f);
       float* qt_g = qt + o * kMlaDim;
       if (!qt_done[g]) {
         qt_done[g] = true;
@@ -348,6 +338,17 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       ScoresF32(rows, n, qt_g, S);
       Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, nullptr);
       ValuesF32(S, rows, n, alpha + o, acc + o * kMlaDim);
+    }
+    // The kernel's values, each run of consecutive groups in one call (the block's Vp read once
+    // for them); before the first block acc is +0, RN(+0·α) = +0: no alpha, no acc read.
+    for (int64_t g = 0; rows_exact && g < groups;) {
+      int64_t e = g;
+      while (e < groups && q_exact[e]) ++e;
+      if (e > g)
+        kernel->values(ppairs + g * kPpGroup, vpairs, (n + 1) / 2,
+                       b == 0 ? nullptr : alpha + g * kHeadBlock, acc + g * kHeadBlock * kMlaDim,
+                       e - g);
+      g = e + 1;
     }
   }
 

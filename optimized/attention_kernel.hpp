@@ -20,6 +20,7 @@ inline constexpr int64_t kDimPairs = 256;  // the 512 dims as bf16 pairs
 // Rows of a block in the bf16 layouts are padded with zero rows to a multiple of this.
 inline constexpr int64_t kRowAlign = 16;
 inline constexpr int64_t kVpBlock = kAttentionBlock / 2 * 64;  // words per 64 dims of Vp
+inline constexpr int64_t kPpGroup = kAttentionBlock / 2 * kHeadBlock;  // words of Pp per group
 
 namespace {  // internal linkage: compiled into units of different ISA flags
 
@@ -53,13 +54,18 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
 struct AttentionKernel {
   // S[j·kHeadBlock + h] = Σ_d K[j][d]·q[h][d] for j < rows (a multiple of kRowAlign).
   void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S);
-  // acc[h·512 + d] = RN(acc[h·512 + d]·alpha[h]), then += Σ_{j < 2·pairs} P[h][j]·V[j][d].
+  // For `groups` groups of heads, one after the other in Pp (kPpGroup words each), alpha and acc:
+  // acc[h·512 + d] = RN(acc[h·512 + d]·alpha[h]) (0 without alpha), then
+  // += Σ_{j < 2·pairs} P[h][j]·V[j][d].
   void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                 float* acc);
+                 float* acc, int64_t groups);
   // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result)
   // in the kernel's ISA; null: the Highway one.
   bool (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
                       bool vllm, uint16_t* krows, uint32_t* vpairs);
+  // Qp of a group from its first head row q (rows of 512 bf16 one after the other), zero for the
+  // heads from `heads` on: pack_q of optimized/attention_transpose.hpp in the kernel's ISA.
+  void (*pack_q)(const uint16_t* q, int64_t heads, uint32_t* Qp);
   // Per-thread set-up and tear-down around a run of calls (AMX tile configuration); may be null.
   void (*thread_begin)();
   void (*thread_end)();

@@ -5,7 +5,9 @@
 // the registry (the Amx property tests) only where the CPU and OS offer AMX.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -34,10 +36,11 @@ void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S)
   opt::amx_scores(tiles(), K, rows, Qp, S);
 }
 void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc) {
-  opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc);
+                  float* acc, int64_t groups) {
+  opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc, groups);
 }
-const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, nullptr, nullptr};
+const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, &opt::pack_q, nullptr,
+                                     nullptr};
 
 // Runs the driver with the emulated kernel on the case's views (validated by a reference call
 // of the public op first).
@@ -92,10 +95,61 @@ TEST(AmxAttentionModel, ScoresAndValuesByHand) {
       Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
     }
   std::vector<float> acc(32 * 512, 2.0f), alpha(32, 0.5f);
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data());
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 1);
   for (int h = 0; h < 32; ++h)
     for (int d = 0; d < 512; ++d)
       ASSERT_EQ(acc[h * 512 + d], 1.0f + static_cast<float>(h + d / 64)) << h << " " << d;
+  // 20 pairs: two row steps of 16 pairs, 2 × 2 tiles of each of 16 chunks of 32 dims.
+  EXPECT_EQ(t.dots, 16 * 2 + 16 * 2 * 4);
+}
+
+TEST(AmxAttentionModel, ValuesOfThreeGroupsByHand) {
+  // Groups 0, 1 (the four head tiles) and group 2 (two head tiles × two dim tiles). Head h of
+  // group g weighs row r(h, g) = (h + 7g) % 40 by g + 1: acc = (g + 1)·V[r][d], from zero (no
+  // alpha), then again with α = 0.5 for group 1 only: 1.5·(g + 1)·V for it, 2·(g + 1)·V else.
+  std::vector<uint32_t> Pp(3 * opt::kPpGroup, 0);
+  for (int g = 0; g < 3; ++g)
+    for (int h = 0; h < 32; ++h) {
+      const int r = (h + 7 * g) % 40;
+      const uint32_t w = to_bf16(static_cast<float>(g + 1));
+      Pp[g * opt::kPpGroup + (r / 2) * opt::kHeadBlock + h] = r % 2 ? w << 16 : w;
+    }
+  std::vector<uint32_t> Vp(8 * opt::kVpBlock, 0);
+  for (int j = 0; j < 40; ++j)
+    for (int d = 0; d < 512; ++d) {
+      const uint32_t v = to_bf16(static_cast<float>(j + d % 13));
+      Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
+    }
+  std::vector<float> acc(3 * 32 * 512, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> alpha(3 * 32, 1.0f);
+  std::fill(alpha.begin() + 32, alpha.begin() + 64, 0.5f);
+  EmulatedTiles t;
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, nullptr, acc.data(), 3);
+  // Two steps: 32 chunks of 16 dims × 4 tiles for the pair, 16 chunks of 32 dims × 4 for the last.
+  EXPECT_EQ(t.dots, 2 * (32 * 4 + 16 * 4));
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 3);
+  for (int g = 0; g < 3; ++g)
+    for (int h = 0; h < 32; ++h)
+      for (int d = 0; d < 512; ++d) {
+        const float v = static_cast<float>((h + 7 * g) % 40 + d % 13) * static_cast<float>(g + 1);
+        ASSERT_EQ(acc[(g * 32 + h) * 512 + d], (g == 1 ? 1.5f : 2.0f) * v)
+            << g << " " << h << " " << d;
+      }
+}
+
+TEST(AmxAttentionModel, PackQByHand) {
+  // q[h][d] = h·512 + d (as 16-bit patterns) for 21 heads, then a head of 0xFFFF that must not
+  // be read into the group of 21.
+  std::vector<uint16_t> q(22 * 512, 0xFFFF);
+  for (int h = 0; h < 21; ++h)
+    for (int d = 0; d < 512; ++d) q[h * 512 + d] = static_cast<uint16_t>(h * 512 + d);
+  std::vector<uint32_t> Qp(opt::kDimPairs * opt::kHeadBlock, 0xDEADBEEFu);
+  opt::pack_q(q.data(), 21, Qp.data());
+  for (int p = 0; p < opt::kDimPairs; ++p)
+    for (int h = 0; h < 32; ++h) {
+      const uint32_t lo = static_cast<uint32_t>(h * 512 + 2 * p);
+      ASSERT_EQ(Qp[p * opt::kHeadBlock + h], h < 21 ? lo | (lo + 1) << 16 : 0u) << p << " " << h;
+    }
 }
 
 // A random case: T tokens over a window and a compressed set spanning several blocks, with -1
