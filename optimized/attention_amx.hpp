@@ -58,6 +58,13 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
   // P[i][h][k]: row pairs of head h of the i-th group of the two.
   alignas(64) uint32_t P[2][kHeadBlock][kAttentionBlock / 2];
   constexpr int64_t kPStride = kAttentionBlock * 2, kAccStride = kMlaDim * 4;  // bytes
+  // C tile c from acc at p, or from zero without alpha.
+  auto begin = [&](int c, const float* p) {
+    if (alpha)
+      t.load_c(c, p, kAccStride);
+    else
+      t.zero(c);
+  };
   for (int64_t g = 0; g < groups; g += 2) {
     const bool two = g + 1 < groups;
     for (int64_t i = 0; i < (two ? 2 : 1); ++i)
@@ -66,12 +73,7 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
     if (two) {
       for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16) {
         const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
-        for (int c = 0; c < 4; ++c) {
-          if (alpha)
-            t.load_c(c, a + 16 * c * kMlaDim + d0, kAccStride);
-          else
-            t.zero(c);
-        }
+        for (int c = 0; c < 4; ++c) begin(c, a + 16 * c * kMlaDim + d0);
         for (int64_t s = 0; s < steps; ++s) {
           t.load_b(0, v + 16 * s * 64, 64 * 4);
           for (int c = 0; c < 4; ++c) {
@@ -86,12 +88,7 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
     for (int64_t d0 = 0; d0 < kMlaDim; d0 += 32) {
       const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
       for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 2; ++i) {
-          if (alpha)
-            t.load_c(2 * j + i, a + 16 * i * kMlaDim + d0 + 16 * j, kAccStride);
-          else
-            t.zero(2 * j + i);
-        }
+        for (int i = 0; i < 2; ++i) begin(2 * j + i, a + 16 * i * kMlaDim + d0 + 16 * j);
       for (int64_t s = 0; s < steps; ++s) {
         for (int i = 0; i < 2; ++i) t.load_a(i, &P[0][16 * i][16 * s], kPStride);
         for (int j = 0; j < 2; ++j) {

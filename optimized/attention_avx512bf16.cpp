@@ -53,13 +53,12 @@ void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
     for (int64_t h0 = 0; h0 < kHeadBlock; h0 += kHeads) {
       __m512 c[kHeads][kDims];
 #pragma GCC unroll 4
-      for (int h = 0; h < kHeads; ++h) {
-        const __m512 a = alpha ? _mm512_set1_ps(alpha[h0 + h]) : _mm512_setzero_ps();
+      for (int h = 0; h < kHeads; ++h)
 #pragma GCC unroll 4
-        for (int k = 0; k < kDims; ++k)
-          c[h][k] = alpha ? _mm512_mul_ps(_mm512_load_ps(acc + (h0 + h) * kMlaDim + d0 + 16 * k), a)
-                          : a;
-      }
+        for (int k = 0; k < kDims; ++k)  // RN(acc·α), or +0 without alpha
+          c[h][k] = alpha ? _mm512_mul_ps(_mm512_load_ps(acc + (h0 + h) * kMlaDim + d0 + 16 * k),
+                                          _mm512_set1_ps(alpha[h0 + h]))
+                          : _mm512_setzero_ps();
       for (int64_t i = 0; i < pairs; ++i) {
         __m512bh v[kDims];
 #pragma GCC unroll 4
