@@ -27,7 +27,7 @@ void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, f
     for (int c = 0; c < 2 * r_end; ++c) t.zero(c);
     for (int64_t s = 0; s < kDimSteps; ++s) {
       for (int r = 0; r < r_end; ++r)
-        t.load_a(r, K + (j0 + r * kTileRows) * kMlaDim + 32 * s, kMlaDim * 2);
+        t.load_a(r, K + (j0 + r * kTileRows) * kKRow + 32 * s, kKRow * 2);
       for (int c = 0; c < 2; ++c) {
         // Pairs 16s .. 16s + 15, heads 16c .. 16c + 15.
         t.load_b(c, Qp + 16 * s * kHeadBlock + 16 * c, kHeadBlock * 4);
@@ -53,11 +53,11 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
   if (alpha)
     for (int64_t h = 0; h < groups * kHeadBlock; ++h)
       if (alpha[h] != 1.0f)
-        for (int64_t d = 0; d < kMlaDim; ++d) acc[h * kMlaDim + d] = acc[h * kMlaDim + d] * alpha[h];
+        for (int64_t d = 0; d < kMlaDim; ++d) acc[h * kAccRow + d] = acc[h * kAccRow + d] * alpha[h];
   const int64_t steps = (pairs + 15) / 16;
   // P[i][h][k]: row pairs of head h of the i-th group of the two.
   alignas(64) uint32_t P[2][kHeadBlock][kAttentionBlock / 2];
-  constexpr int64_t kPStride = kAttentionBlock * 2, kAccStride = kMlaDim * 4;  // bytes
+  constexpr int64_t kPStride = kAttentionBlock * 2, kAccStride = kAccRow * 4;  // bytes
   // C tile c from acc at p, or from zero without alpha.
   auto begin = [&](int c, const float* p) {
     if (alpha)
@@ -69,11 +69,11 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
     const bool two = g + 1 < groups;
     for (int64_t i = 0; i < (two ? 2 : 1); ++i)
       transpose_pairs(Pp + (g + i) * kPpGroup, steps, P[i]);
-    float* a = acc + g * kHeadBlock * kMlaDim;
+    float* a = acc + g * kHeadBlock * kAccRow;
     if (two) {
       for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16) {
         const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
-        for (int c = 0; c < 4; ++c) begin(c, a + 16 * c * kMlaDim + d0);
+        for (int c = 0; c < 4; ++c) begin(c, a + 16 * c * kAccRow + d0);
         for (int64_t s = 0; s < steps; ++s) {
           t.load_b(0, v + 16 * s * 64, 64 * 4);
           for (int c = 0; c < 4; ++c) {
@@ -81,14 +81,14 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
             t.dot(c, c % 2, 0);
           }
         }
-        for (int c = 0; c < 4; ++c) t.store(c, a + 16 * c * kMlaDim + d0, kAccStride);
+        for (int c = 0; c < 4; ++c) t.store(c, a + 16 * c * kAccRow + d0, kAccStride);
       }
       continue;
     }
     for (int64_t d0 = 0; d0 < kMlaDim; d0 += 32) {
       const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
       for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 2; ++i) begin(2 * j + i, a + 16 * i * kMlaDim + d0 + 16 * j);
+        for (int i = 0; i < 2; ++i) begin(2 * j + i, a + 16 * i * kAccRow + d0 + 16 * j);
       for (int64_t s = 0; s < steps; ++s) {
         for (int i = 0; i < 2; ++i) t.load_a(i, &P[0][16 * i][16 * s], kPStride);
         for (int j = 0; j < 2; ++j) {
@@ -98,7 +98,7 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
       }
       for (int j = 0; j < 2; ++j)
         for (int i = 0; i < 2; ++i)
-          t.store(2 * j + i, a + 16 * i * kMlaDim + d0 + 16 * j, kAccStride);
+          t.store(2 * j + i, a + 16 * i * kAccRow + d0 + 16 * j, kAccStride);
     }
   }
 }

@@ -25,13 +25,13 @@ void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
     __m512 acc[kRows][2];
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const uint16_t* k = K + j0 * kMlaDim;
+    const uint16_t* k = K + j0 * kKRow;
     for (int64_t p = 0; p < kDimPairs; ++p) {
       const __m512bh q0 = (__m512bh)_mm512_load_si512(Qp + p * kHeadBlock);
       const __m512bh q1 = (__m512bh)_mm512_load_si512(Qp + p * kHeadBlock + 16);
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
-        const __m512bh kv = pair_broadcast(k + r * kMlaDim + 2 * p);
+        const __m512bh kv = pair_broadcast(k + r * kKRow + 2 * p);
         acc[r][0] = _mm512_dpbf16_ps(acc[r][0], q0, kv);
         acc[r][1] = _mm512_dpbf16_ps(acc[r][1], q1, kv);
       }
@@ -56,7 +56,7 @@ void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
       for (int h = 0; h < kHeads; ++h)
 #pragma GCC unroll 4
         for (int k = 0; k < kDims; ++k)  // RN(acc·α), or +0 without alpha
-          c[h][k] = alpha ? _mm512_mul_ps(_mm512_load_ps(acc + (h0 + h) * kMlaDim + d0 + 16 * k),
+          c[h][k] = alpha ? _mm512_mul_ps(_mm512_load_ps(acc + (h0 + h) * kAccRow + d0 + 16 * k),
                                           _mm512_set1_ps(alpha[h0 + h]))
                           : _mm512_setzero_ps();
       for (int64_t i = 0; i < pairs; ++i) {
@@ -75,7 +75,7 @@ void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
       for (int h = 0; h < kHeads; ++h)
 #pragma GCC unroll 4
         for (int k = 0; k < kDims; ++k)
-          _mm512_store_ps(acc + (h0 + h) * kMlaDim + d0 + 16 * k, c[h][k]);
+          _mm512_store_ps(acc + (h0 + h) * kAccRow + d0 + 16 * k, c[h][k]);
     }
 }
 
@@ -83,7 +83,7 @@ void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* 
             float* acc, int64_t groups) {
   for (int64_t g = 0; g < groups; ++g)
     group_values(Pp + g * kPpGroup, Vp, pairs, alpha ? alpha + g * kHeadBlock : nullptr,
-                 acc + g * kHeadBlock * kMlaDim);
+                 acc + g * kHeadBlock * kAccRow);
 }
 
 // Constant-initialised: no code of this file runs at load time.

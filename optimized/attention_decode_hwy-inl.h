@@ -115,9 +115,9 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
         if (second) hn::Store(vb, df, rows + (j + 1) * kMlaDim + d);
       }
       if (krows) {
-        hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(ab)), D16(), krows + j * kMlaDim + d);
+        hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(ab)), D16(), krows + j * kKRow + d);
         hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(bb)), D16(),
-                   krows + (j + 1) * kMlaDim + d);
+                   krows + (j + 1) * kKRow + d);
         hn::Store(hn::Or(hn::ShiftRight<16>(ab), hn::And(bb, hn::Set(du, 0xFFFF0000u))), du,
                   vpairs + d / 64 * kVpBlock + i * 64 + d % 64);
       }
@@ -179,8 +179,8 @@ bool DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* scales, i
     for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kW) {
       const VW a = decode(data[j], scales[j], d);
       const VW b = second ? decode(data[j + 1], scales[j + 1], d) : hn::Zero(dw);
-      hn::StoreU(a, dw, krows + j * kMlaDim + d);
-      hn::StoreU(b, dw, krows + (j + 1) * kMlaDim + d);
+      hn::StoreU(a, dw, krows + j * kKRow + d);
+      hn::StoreU(b, dw, krows + (j + 1) * kKRow + d);
       // Row pair words: the value of row j in the low half, of row j + 1 in the high half.
       uint32_t* w = vpairs + d / 64 * kVpBlock + i * 64 + d % 64;
       hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::LowerHalf(dh, a)),

@@ -103,11 +103,11 @@ inline bool decode_block_bf16_vbmi(const uint8_t* const* data, const uint8_t* co
       __m512i a[2], b[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
       decode(data[j], scales[j], t, a);
       if (has_b) decode(data[j + 1], scales[j + 1], t, b);
-      uint16_t* ka = krows + j * kMlaDim + kMlaTile * t;
+      uint16_t* ka = krows + j * kKRow + kMlaTile * t;
       uint32_t* w = vpairs + t * kVpBlock + i * 64;
       for (int h = 0; h < 2; ++h) {
         _mm512_storeu_si512(ka + 32 * h, a[h]);
-        _mm512_storeu_si512(ka + kMlaDim + 32 * h, b[h]);
+        _mm512_storeu_si512(ka + kKRow + 32 * h, b[h]);
         _mm512_storeu_si512(w + 32 * h, _mm512_permutex2var_epi16(a[h], pair0, b[h]));
         _mm512_storeu_si512(w + 32 * h + 16, _mm512_permutex2var_epi16(a[h], pair1, b[h]));
       }

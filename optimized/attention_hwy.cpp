@@ -69,12 +69,12 @@ struct AttentionScratch {
   Buffer<const uint8_t*> data, scales;
   Buffer<int64_t> blocks;
   Buffer<float> rows;       // fp32 rows [kAttentionBlock][512]
-  Buffer<uint16_t> krows;   // bf16 rows [kAttentionBlock][512]
+  Buffer<uint16_t> krows;   // bf16 rows [kAttentionBlock][kKRow] (512 dims, padding)
   Buffer<uint32_t> vpairs;  // bf16 row pairs (Vp), 8 · kVpBlock
   Buffer<float> s;          // scores [kAttentionBlock][kHeadBlock], then p
   Buffer<uint32_t> ppairs;  // bf16 probability pairs (Pp) of each head group, kPpGroup words each
   // Per head group of the token: q transposed (fp32 [512][kHeadBlock]) and packed (Qp), the
-  // running m, l, α, the non-finite flags and acc [kHeadBlock][512].
+  // running m, l, α, the non-finite flags and acc [kHeadBlock][kAccRow] (512 dims, padding).
   Buffer<float> qt, m, l, alpha, acc;
   Buffer<uint32_t> qp, bad;
 };
@@ -139,7 +139,7 @@ void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int6
       VF c[kH][kD];
       for (size_t h = 0; h < kH; ++h)
         for (size_t k = 0; k < kD; ++k)
-          c[h][k] = hn::Mul(hn::Load(df, acc + (h0 + h) * kMlaDim + d0 + k * kN),
+          c[h][k] = hn::Mul(hn::Load(df, acc + (h0 + h) * kAccRow + d0 + k * kN),
                             hn::Set(df, alpha[h0 + h]));
       for (int64_t j = 0; j < n; ++j) {
         VF v[kD];
@@ -151,7 +151,7 @@ void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int6
       }
       for (size_t h = 0; h < kH; ++h)
         for (size_t k = 0; k < kD; ++k)
-          hn::Store(c[h][k], df, acc + (h0 + h) * kMlaDim + d0 + k * kN);
+          hn::Store(c[h][k], df, acc + (h0 + h) * kAccRow + d0 + k * kN);
     }
 }
 
@@ -242,11 +242,11 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   float* l = s.l.get(heads);
   float* alpha = s.alpha.get(heads);
   uint32_t* bad = s.bad.get(heads);
-  float* acc = s.acc.get(heads * kMlaDim);
+  float* acc = s.acc.get(heads * kAccRow);
   float* qt = s.qt.get(heads * kMlaDim);
   uint32_t* qp = s.qp.get(heads * kDimPairs);
   float* rows = s.rows.get(kAttentionBlock * kMlaDim);
-  uint16_t* krows = s.krows.get(kAttentionBlock * kMlaDim);
+  uint16_t* krows = s.krows.get(kAttentionBlock * kKRow);
   uint32_t* vpairs = s.vpairs.get(kMlaDim / 64 * kVpBlock);
   float* S = s.s.get(kAttentionBlock * kHeadBlock);
   uint32_t* ppairs = s.ppairs.get(static_cast<size_t>(groups * kPpGroup));
@@ -326,7 +326,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
         continue;
       }
       // acc is +0 before the first block.
-      if (b == 0) std::fill(acc + o * kMlaDim, acc + (o + kHeadBlock) * kMlaDim, 0.0f);
+      if (b == 0) std::fill(acc + o * kAccRow, acc + (o + kHeadBlock) * kAccRow, 0.0f);
       float* qt_g = qt + o * kMlaDim;
       if (!qt_done[g]) {
         qt_done[g] = true;
@@ -337,7 +337,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       }
       ScoresF32(rows, n, qt_g, S);
       Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, nullptr);
-      ValuesF32(S, rows, n, alpha + o, acc + o * kMlaDim);
+      ValuesF32(S, rows, n, alpha + o, acc + o * kAccRow);
     }
     // The kernel's values, each run of consecutive groups in one call (the block's Vp read once
     // for them); before the first block acc is +0, RN(+0·α) = +0: no alpha, no acc read.
@@ -346,7 +346,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       while (e < groups && q_exact[e]) ++e;
       if (e > g)
         kernel->values(ppairs + g * kPpGroup, vpairs, (n + 1) / 2,
-                       b == 0 ? nullptr : alpha + g * kHeadBlock, acc + g * kHeadBlock * kMlaDim,
+                       b == 0 ? nullptr : alpha + g * kHeadBlock, acc + g * kHeadBlock * kAccRow,
                        e - g);
       g = e + 1;
     }
@@ -357,7 +357,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       const int64_t h = (g0 + g) * kHeadBlock + i;
       if (h >= a.H) break;
       const size_t k = static_cast<size_t>(g * kHeadBlock + i);
-      Finish(a, t, h, nan_token || bad[k] != 0, total == 0, m[k], l[k], acc + k * kMlaDim);
+      Finish(a, t, h, nan_token || bad[k] != 0, total == 0, m[k], l[k], acc + k * kAccRow);
     }
 }
 

@@ -21,6 +21,10 @@ inline constexpr int64_t kDimPairs = 256;  // the 512 dims as bf16 pairs
 inline constexpr int64_t kRowAlign = 16;
 inline constexpr int64_t kVpBlock = kAttentionBlock / 2 * 64;  // words per 64 dims of Vp
 inline constexpr int64_t kPpGroup = kAttentionBlock / 2 * kHeadBlock;  // words of Pp per group
+// Row strides of K (bf16 words) and acc (floats): 32 and 16 more than the 512 dims, so that the
+// 16 rows of an AMX tile fall in different sets of the first-level cache, where a stride of 1 or
+// 2 KiB maps them to four or two.
+inline constexpr int64_t kKRow = kMlaDim + 32, kAccRow = kMlaDim + 16;
 
 namespace {  // internal linkage: compiled into units of different ISA flags
 
@@ -30,7 +34,7 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
   const int64_t rows_end = (n + kRowAlign - 1) / kRowAlign * kRowAlign;
   const int64_t done = (n + 1) / 2 * 2;  // rows written, the pad row of an odd n included
   if (rows_end > done)
-    std::memset(krows + done * kMlaDim, 0, static_cast<size_t>((rows_end - done) * kMlaDim) * 2);
+    std::memset(krows + done * kKRow, 0, static_cast<size_t>((rows_end - done) * kKRow) * 2);
   const int64_t pairs = (n + 1) / 2, pairs_end = (pairs + 15) / 16 * 16;
   for (int64_t d0 = 0; d0 < kMlaDim; d0 += 64)
     std::memset(vpairs + d0 / 64 * kVpBlock + pairs * 64, 0,
@@ -41,7 +45,8 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
 
 // The bf16 matrix products of one block for one group of kHeadBlock heads. Layouts (bf16 values
 // as their 16-bit patterns, a pair as one 32-bit word with the first value in the low half):
-//   K   rows × 512 bf16, row-major: the block's rows (zero rows past the valid ones);
+//   K   rows × 512 bf16, row-major, rows kKRow words apart: the block's rows (zero rows past the
+//       valid ones);
 //   Qp  kDimPairs × kHeadBlock words: word p·kHeadBlock + h is the pair (q[h][2p], q[h][2p + 1]);
 //   Vp  8 blocks of 64 dims, each 64 pairs × 64 words (kept apart so that a product over 64 dims
 //       reads one contiguous 16 KB): word (d / 64)·kVpBlock + i·64 + d % 64 is the pair
@@ -55,7 +60,7 @@ struct AttentionKernel {
   // S[j·kHeadBlock + h] = Σ_d K[j][d]·q[h][d] for j < rows (a multiple of kRowAlign).
   void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S);
   // For `groups` groups of heads, one after the other in Pp (kPpGroup words each), alpha and acc:
-  // acc[h·512 + d] = RN(acc[h·512 + d]·alpha[h]) (0 without alpha), then
+  // acc[h·kAccRow + d] = RN(acc[h·kAccRow + d]·alpha[h]) (0 without alpha), then
   // += Σ_{j < 2·pairs} P[h][j]·V[j][d].
   void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
                  float* acc, int64_t groups);

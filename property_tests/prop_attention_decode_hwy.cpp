@@ -72,10 +72,10 @@ namespace {
 
 using detail::kAttentionBlock;
 using detail::kMlaDataBytes;
-using detail::kMlaDim;
 using detail::kMlaNope;
 using detail::kMlaRope;
 using detail::kMlaTiles;
+using detail::opt::kKRow;
 using detail::opt::kVpBlock;
 
 // One block of n rows of 576 data bytes and 8 scale bytes, bf16-exact by construction, with the
@@ -127,15 +127,15 @@ Block make_block(std::mt19937_64& rng, int64_t n, bool vllm, bool specials) {
 std::string compare_layouts(const std::string& at, bool finite, bool finite_got,
                             const uint16_t* krows, const uint16_t* krows_got, const uint32_t* vpairs,
                             const uint32_t* vpairs_got) {
-  const size_t krows_size = static_cast<size_t>(kAttentionBlock * kMlaDim);
+  const size_t krows_size = static_cast<size_t>(kAttentionBlock * kKRow);
   const size_t vpairs_size = static_cast<size_t>(8 * kVpBlock);
   if (finite_got != finite)
     return at + ": finite " + std::to_string(finite_got) + ", want " + std::to_string(finite);
   if (!finite) return "";  // the token's rows are NaN; the operands are not used
   for (size_t i = 0; i < krows_size; ++i)
     if (krows_got[i] != krows[i])
-      return at + ": bf16 row " + std::to_string(i / kMlaDim) + " dim " +
-             std::to_string(i % kMlaDim) + ": " + std::to_string(krows_got[i]) + ", want " +
+      return at + ": bf16 row " + std::to_string(i / kKRow) + " word " +
+             std::to_string(i % kKRow) + ": " + std::to_string(krows_got[i]) + ", want " +
              std::to_string(krows[i]);
   for (size_t i = 0; i < vpairs_size; ++i)
     if (vpairs_got[i] != vpairs[i])
@@ -147,7 +147,7 @@ std::string compare_layouts(const std::string& at, bool finite, bool finite_got,
 // "" when DecodeBlockBf16 agrees with DecodeBlock on every target, and the VBMI decode with the
 // DecodeBlock of the first target (where the CPU has VBMI), else what differs first.
 std::string compare_decoders(const Block& b, int64_t n, bool vllm, const std::string& what) {
-  const size_t krows_size = static_cast<size_t>(kAttentionBlock * kMlaDim);
+  const size_t krows_size = static_cast<size_t>(kAttentionBlock * kKRow);
   const size_t vpairs_size = static_cast<size_t>(8 * kVpBlock);
   // Aligned as the driver's buffers (DecodeBlock stores whole aligned vectors).
   auto krows = hwy::AllocateAligned<uint16_t>(krows_size);

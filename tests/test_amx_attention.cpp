@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -70,8 +71,11 @@ TEST(AmxAttentionModel, TileShapesMatchTheConfiguration) {
 
 TEST(AmxAttentionModel, ScoresAndValuesByHand) {
   // Rows j: K[j][d] = 1 for d = j, else 0 (16 rows); q[h][d] = h + 1 for d = 2h, 2h + 1.
-  std::vector<uint16_t> K(16 * 512, 0);
-  for (int j = 0; j < 16; ++j) K[j * 512 + j] = 0x3F80;
+  std::vector<uint16_t> K(16 * opt::kKRow, 0xFFFF);  // padding: NaN, never read
+  for (int j = 0; j < 16; ++j) {
+    std::fill(K.begin() + j * opt::kKRow, K.begin() + j * opt::kKRow + 512, uint16_t{0});
+    K[static_cast<size_t>(j * opt::kKRow + j)] = 0x3F80;
+  }
   std::vector<uint32_t> Qp(opt::kDimPairs * opt::kHeadBlock, 0);
   for (int h = 0; h < 32; ++h) {
     const uint32_t v = to_bf16(static_cast<float>(h + 1));
@@ -94,11 +98,12 @@ TEST(AmxAttentionModel, ScoresAndValuesByHand) {
       const uint32_t v = to_bf16(static_cast<float>(j + d / 64));
       Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
     }
-  std::vector<float> acc(32 * 512, 2.0f), alpha(32, 0.5f);
+  std::vector<float> acc(32 * opt::kAccRow, 2.0f), alpha(32, 0.5f);
   opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 1);
   for (int h = 0; h < 32; ++h)
-    for (int d = 0; d < 512; ++d)
-      ASSERT_EQ(acc[h * 512 + d], 1.0f + static_cast<float>(h + d / 64)) << h << " " << d;
+    for (int d = 0; d < opt::kAccRow; ++d)  // the row's padding untouched
+      ASSERT_EQ(acc[h * opt::kAccRow + d], d < 512 ? 1.0f + static_cast<float>(h + d / 64) : 2.0f)
+          << h << " " << d;
   // 20 pairs: two row steps of 16 pairs, 2 × 2 tiles of each of 16 chunks of 32 dims.
   EXPECT_EQ(t.dots, 16 * 2 + 16 * 2 * 4);
 }
@@ -120,7 +125,7 @@ TEST(AmxAttentionModel, ValuesOfThreeGroupsByHand) {
       const uint32_t v = to_bf16(static_cast<float>(j + d % 13));
       Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
     }
-  std::vector<float> acc(3 * 32 * 512, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> acc(3 * 32 * opt::kAccRow, std::numeric_limits<float>::quiet_NaN());
   std::vector<float> alpha(3 * 32, 1.0f);
   std::fill(alpha.begin() + 32, alpha.begin() + 64, 0.5f);
   EmulatedTiles t;
@@ -130,10 +135,14 @@ TEST(AmxAttentionModel, ValuesOfThreeGroupsByHand) {
   opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 3);
   for (int g = 0; g < 3; ++g)
     for (int h = 0; h < 32; ++h)
-      for (int d = 0; d < 512; ++d) {
+      for (int d = 0; d < opt::kAccRow; ++d) {
         const float v = static_cast<float>((h + 7 * g) % 40 + d % 13) * static_cast<float>(g + 1);
-        ASSERT_EQ(acc[(g * 32 + h) * 512 + d], (g == 1 ? 1.5f : 2.0f) * v)
-            << g << " " << h << " " << d;
+        const float got = acc[static_cast<size_t>((g * 32 + h) * opt::kAccRow + d)];
+        if (d >= 512) {  // the row's padding untouched
+          ASSERT_TRUE(std::isnan(got)) << g << " " << h << " " << d;
+          continue;
+        }
+        ASSERT_EQ(got, (g == 1 ? 1.5f : 2.0f) * v) << g << " " << h << " " << d;
       }
 }
 
