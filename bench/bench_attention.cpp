@@ -2,10 +2,12 @@
 // allocator hands them out, q and kv ~ N(0, 1), entries quantised like the compressor's):
 //   sparse_mla_attention  `c4a_decode<T>_h<H>`: T = 1, 8, 64 decode tokens of H = 64 (Flash) and
 //                         128 (Pro) heads, each over its 128-entry window and 512 selected C4A
-//                         entries (Pc = 64); `c128a_decode1_h64_<N>`: one token over its window and
-//                         N = 1,024 or 8,192 C128A entries (Pc = 2); `c4a_prefill4096_h64`: a chunk
-//                         of 4,096 tokens of one request, each over its sliding window and 512 of
-//                         the request's entries (no reference run: minutes per iteration);
+//                         entries (Pc = 64), and `c4a_decode1_h32` (Flash's heads under tensor
+//                         parallelism of 2: one group of 32); `c128a_decode1_h64_<N>`: one token
+//                         over its window and N = 1,024 or 8,192 C128A entries (Pc = 2);
+//                         `c4a_prefill4096_h64`: a chunk of 4,096 tokens of one request, each
+//                         over its sliding window and 512 of the request's entries (no reference
+//                         run: minutes per iteration);
 //   fused_qnorm_rope_kv_insert  the batch shapes, Hq = 64.
 //   inverse_gptj_rope_o_proj    the batch shapes, H = 64, D = 512, rope_dim = 64 (`<shape>_h64`;
 //                               no reference run at prefill4096), also without the finite checks,
@@ -209,6 +211,8 @@ void attention_cases(Cases& out) {
       out.push_back({"sparse_mla_attention",
                      "c4a_decode" + std::to_string(T) + "_h" + std::to_string(H),
                      attention_shape(T, 1, H, 512, 2048, kP)});
+  out.push_back(
+      {"sparse_mla_attention", "c4a_decode1_h32", attention_shape(1, 1, 32, 512, 2048, kP)});
   for (int64_t N : {1024, 8192})
     out.push_back({"sparse_mla_attention", "c128a_decode1_h64_" + std::to_string(N),
                    attention_shape(1, 1, 64, N, N, 2)});

@@ -9,15 +9,15 @@
 namespace dsv4cpu::detail::opt {
 namespace {
 
-void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
+void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S) {
   AmxTiles t;
-  amx_scores(t, K, rows, Qp, S);
+  amx_scores(t, K, rows, Qp, tiles, S);
 }
 
 void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc, int64_t groups) {
+                  float* acc, int64_t groups, int tiles) {
   AmxTiles t;
-  amx_values(t, Pp, Vp, pairs, alpha, acc, groups);
+  amx_values(t, Pp, Vp, pairs, alpha, acc, groups, tiles);
 }
 
 // Constant-initialised: no code of this file runs at load time.

@@ -2,10 +2,12 @@
 // around the tile unit of optimized/amx_tiles.hpp, so that they run and are tested on machines
 // without AMX (optimized/attention_amx.cpp runs them with the intrinsics):
 //   scores  C[16 rows][16 heads] += A (16 bf16 rows × 32 dims, row-major) · B (Qp: 16 dim pairs ×
-//           16 heads), 16 dim steps, four C tiles: two row tiles × the 32 heads of a group;
+//           16 heads), 16 dim steps, four C tiles: two row tiles × the 32 heads of a group (two
+//           C tiles for a half group);
 //   values  C[16 heads][16 dims] += A (P: 16 heads × 32 rows, Pp transposed) · B (Vp: 16 row pairs ×
 //           16 dims), four C tiles (the four head tiles of two groups × 16 dims, or two head
-//           tiles × 32 dims) loaded from acc and stored back after the rows.
+//           tiles × 32 dims; one head tile × 32 dims for a half group) loaded from acc and stored
+//           back after the rows.
 #pragma once
 #include <cstdint>
 
@@ -20,22 +22,25 @@ namespace {  // internal linkage: see amx_tiles.hpp
 inline constexpr int64_t kDimSteps = kMlaDim / 32;  // A tiles across the 512 dims
 
 template <class Tiles>
-void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
-  // Two row tiles (A 0, 1) × two head tiles (B 0, 1): four accumulator chains, C tile 2r + c.
+void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles,
+                float* S) {
+  // Two row tiles (A 0, 1) × the head tiles (B 0, 1): up to four accumulator chains, C tile
+  // 2r + c.
   for (int64_t j0 = 0; j0 < rows; j0 += 2 * kTileRows) {
     const int r_end = rows - j0 > kTileRows ? 2 : 1;
-    for (int c = 0; c < 2 * r_end; ++c) t.zero(c);
+    for (int r = 0; r < r_end; ++r)
+      for (int c = 0; c < tiles; ++c) t.zero(2 * r + c);
     for (int64_t s = 0; s < kDimSteps; ++s) {
       for (int r = 0; r < r_end; ++r)
         t.load_a(r, K + (j0 + r * kTileRows) * kKRow + 32 * s, kKRow * 2);
-      for (int c = 0; c < 2; ++c) {
+      for (int c = 0; c < tiles; ++c) {
         // Pairs 16s .. 16s + 15, heads 16c .. 16c + 15.
         t.load_b(c, Qp + 16 * s * kHeadBlock + 16 * c, kHeadBlock * 4);
         for (int r = 0; r < r_end; ++r) t.dot(2 * r + c, r, c);
       }
     }
     for (int r = 0; r < r_end; ++r)
-      for (int c = 0; c < 2; ++c)
+      for (int c = 0; c < tiles; ++c)
         t.store(2 * r + c, S + (j0 + r * kTileRows) * kHeadBlock + 16 * c, kHeadBlock * 4);
   }
 }
@@ -44,14 +49,14 @@ void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, f
 // its acc (RN(x·1) = x); without alpha the products start from zero. Groups go two at a time:
 // four head tiles (C tile c: heads 16c .. of the two groups, dims d0 .. d0 + 15) take turns in A 0
 // and A 1, so that each Vp tile (B 0), read from the second-level cache, feeds four products. A
-// last single group: two head tiles (A 0, 1) × two tiles of 16 dims (B 0, 1), C tile 2j + i is
+// last single group: its head tiles (A 0, 1) × two tiles of 16 dims (B 0, 1), C tile 2j + i is
 // heads 16i .., dims d0 + 16j ..
 template <class Tiles>
 void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
-                const float* alpha, float* acc, int64_t groups) {
-  static_assert(kHeadBlock == 32, "two head tiles");
+                const float* alpha, float* acc, int64_t groups, int tiles) {
+  static_assert(kHeadBlock == 2 * kHeadTile, "two head tiles");
   if (alpha)
-    for (int64_t h = 0; h < groups * kHeadBlock; ++h)
+    for (int64_t h = 0; h < (groups - 1) * kHeadBlock + tiles * kHeadTile; ++h)
       if (alpha[h] != 1.0f)
         for (int64_t d = 0; d < kMlaDim; ++d) acc[h * kAccRow + d] = acc[h * kAccRow + d] * alpha[h];
   const int64_t steps = (pairs + 15) / 16;
@@ -68,7 +73,7 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
   for (int64_t g = 0; g < groups; g += 2) {
     const bool two = g + 1 < groups;
     for (int64_t i = 0; i < (two ? 2 : 1); ++i)
-      transpose_pairs(Pp + (g + i) * kPpGroup, steps, P[i]);
+      transpose_pairs(Pp + (g + i) * kPpGroup, steps, two ? kHeadBlock : tiles * kHeadTile, P[i]);
     float* a = acc + g * kHeadBlock * kAccRow;
     if (two) {
       for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16) {
@@ -88,16 +93,16 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
     for (int64_t d0 = 0; d0 < kMlaDim; d0 += 32) {
       const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
       for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 2; ++i) begin(2 * j + i, a + 16 * i * kAccRow + d0 + 16 * j);
+        for (int i = 0; i < tiles; ++i) begin(2 * j + i, a + 16 * i * kAccRow + d0 + 16 * j);
       for (int64_t s = 0; s < steps; ++s) {
-        for (int i = 0; i < 2; ++i) t.load_a(i, &P[0][16 * i][16 * s], kPStride);
+        for (int i = 0; i < tiles; ++i) t.load_a(i, &P[0][16 * i][16 * s], kPStride);
         for (int j = 0; j < 2; ++j) {
           t.load_b(j, v + 16 * s * 64 + 16 * j, 64 * 4);
-          for (int i = 0; i < 2; ++i) t.dot(2 * j + i, i, j);
+          for (int i = 0; i < tiles; ++i) t.dot(2 * j + i, i, j);
         }
       }
       for (int j = 0; j < 2; ++j)
-        for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < tiles; ++i)
           t.store(2 * j + i, a + 16 * i * kAccRow + d0 + 16 * j, kAccStride);
     }
   }

@@ -20,37 +20,45 @@ inline __m512bh pair_broadcast(const void* p) {
 // Register block: R rows × the two head vectors, over the 256 pairs.
 constexpr int kRows = 8;
 
-void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
+template <int kTiles>
+void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
   for (int64_t j0 = 0; j0 < rows; j0 += kRows) {
-    __m512 acc[kRows][2];
+    __m512 acc[kRows][kTiles];
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kTiles; ++c) acc[r][c] = _mm512_setzero_ps();
     const uint16_t* k = K + j0 * kKRow;
     for (int64_t p = 0; p < kDimPairs; ++p) {
-      const __m512bh q0 = (__m512bh)_mm512_load_si512(Qp + p * kHeadBlock);
-      const __m512bh q1 = (__m512bh)_mm512_load_si512(Qp + p * kHeadBlock + 16);
+      __m512bh q[kTiles];
+      for (int c = 0; c < kTiles; ++c)
+        q[c] = (__m512bh)_mm512_loadu_si512(Qp + p * kHeadBlock + 16 * c);
 #pragma GCC unroll 8
       for (int r = 0; r < kRows; ++r) {
         const __m512bh kv = pair_broadcast(k + r * kKRow + 2 * p);
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], q0, kv);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], q1, kv);
+        for (int c = 0; c < kTiles; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], q[c], kv);
       }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      _mm512_store_ps(S + (j0 + r) * kHeadBlock, acc[r][0]);
-      _mm512_store_ps(S + (j0 + r) * kHeadBlock + 16, acc[r][1]);
-    }
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kTiles; ++c)
+        _mm512_storeu_ps(S + (j0 + r) * kHeadBlock + 16 * c, acc[r][c]);
   }
+}
+
+void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S) {
+  if (tiles == 2)
+    scores_tiles<2>(K, rows, Qp, S);
+  else
+    scores_tiles<1>(K, rows, Qp, S);
 }
 
 // Register block: 4 heads × 4 vectors of 16 dims, over the row pairs.
 constexpr int kHeads = 4, kDims = 4;
 
 void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc) {
+                  float* acc, int64_t heads) {
   for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16 * kDims)
-    for (int64_t h0 = 0; h0 < kHeadBlock; h0 += kHeads) {
+    for (int64_t h0 = 0; h0 < heads; h0 += kHeads) {
       __m512 c[kHeads][kDims];
 #pragma GCC unroll 4
       for (int h = 0; h < kHeads; ++h)
@@ -80,10 +88,10 @@ void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
 }
 
 void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-            float* acc, int64_t groups) {
+            float* acc, int64_t groups, int tiles) {
   for (int64_t g = 0; g < groups; ++g)
     group_values(Pp + g * kPpGroup, Vp, pairs, alpha ? alpha + g * kHeadBlock : nullptr,
-                 acc + g * kHeadBlock * kAccRow);
+                 acc + g * kHeadBlock * kAccRow, tiles * kHeadTile);
 }
 
 // Constant-initialised: no code of this file runs at load time.

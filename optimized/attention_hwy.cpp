@@ -24,8 +24,10 @@
 // §2.6: a gathered row with a NaN or infinite value makes every score of the token non-finite
 // (q·inf and 0·inf are not finite, and an fma chain never returns from there), so the whole token
 // is NaN rows at once; a head whose computed scores include a non-finite one (overflow) gets its
-// NaN row. Tokens are split into (token, head group) items; a thread takes a contiguous range of
-// items and runs every block of its tokens for its head groups. No value depends on the split.
+// NaN row. Tokens are split into (token, head group) items, or into (token, head group, tile of
+// 16 heads) items where there are fewer of the former than threads; a thread takes a contiguous
+// range of items and runs every block of its tokens for its heads. Every (token, head) is computed
+// by the same operations in any item, so no value depends on the split.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "optimized/attention_hwy.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -128,14 +130,14 @@ void ScoresF32(const float* rows, int64_t n, const float* qt, float* S) {
   for (; j < n; ++j) ScoresRows<1>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
 }
 
-// acc[h][d] = RN(acc·α[h]), then fma(bf16(p_j), V_j[d], acc) for j ascending; p holds the
-// bf16-rounded probabilities as fp32, p[j][h].
+// acc[h][d] = RN(acc·α[h]), then fma(bf16(p_j), V_j[d], acc) for j ascending, for the heads
+// h < heads (a multiple of 4); p holds the bf16-rounded probabilities as fp32, p[j][h].
 void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int64_t n,
-               const float* HWY_RESTRICT alpha, float* HWY_RESTRICT acc) {
+               const float* HWY_RESTRICT alpha, float* HWY_RESTRICT acc, size_t heads) {
   const DF df;
   constexpr size_t kH = 4, kD = 4;  // register block: 4 heads × 4 vectors of dims
   for (size_t d0 = 0; d0 < static_cast<size_t>(kMlaDim); d0 += kD * kN)
-    for (size_t h0 = 0; h0 < static_cast<size_t>(kHeadBlock); h0 += kH) {
+    for (size_t h0 = 0; h0 < heads; h0 += kH) {
       VF c[kH][kD];
       for (size_t h = 0; h < kH; ++h)
         for (size_t k = 0; k < kD; ++k)
@@ -160,13 +162,14 @@ void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int6
 // S holds the n rows of raw dots. Updates m, l, flags non-finite scores in `bad`, writes α, and
 // the probabilities: without `pairs`, into S rounded to bf16 (fp32, p[j][h]); else as bf16 pairs
 // (Pp of attention_kernel.hpp, zero pairs up to a multiple of 16).
+// `vecs` vectors of kN heads from the given ones.
 void Softmax(float* S, int64_t n, float scale, float* m, float* l, float* alpha, uint32_t* bad,
-             uint32_t* pairs) {
+             uint32_t* pairs, size_t vecs) {
   const DF df;
   const DU du;
   const VF vscale = hn::Set(df, scale);
   const VU high = hn::Set(du, 0xFFFF0000u);
-  for (size_t v = 0; v < kHeadVecs; ++v) {
+  for (size_t v = 0; v < vecs; ++v) {
     const size_t o = v * kN;
     const VF m_old = hn::Load(df, m + o);
     VF m_new = m_old;
@@ -233,10 +236,14 @@ void Finish(const SparseMlaAttentionArgs& a, int64_t t, int64_t h, bool nan_row,
   if (a.lse.present()) a.lse.ptr<float>()[t * a.H + h] = lse;
 }
 
-// Token t, head groups g0 .. g1 − 1 (heads 32·g0 .. min(H, 32·g1) − 1).
+// Token t, head groups g0 .. g1 − 1 (heads 32·g0 .. min(H, 32·g1) − 1), of each group the head
+// tiles c0 .. c1 − 1 (0 .. 1 but for a call of one group).
 void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel, int64_t t,
-                 int64_t g0, int64_t g1, AttentionScratch& s) {
+                 int64_t g0, int64_t g1, int c0, int c1, AttentionScratch& s) {
   const int64_t groups = g1 - g0;
+  // The computed heads of each group: h_lo .. h_lo + h_tiles·kHeadTile − 1.
+  const int h_tiles = c1 - c0;
+  const size_t h_lo = static_cast<size_t>(c0 * kHeadTile);
   const size_t heads = static_cast<size_t>(groups * kHeadBlock);
   float* m = s.m.get(heads);
   float* l = s.l.get(heads);
@@ -320,9 +327,12 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     }
     for (int64_t g = 0; g < groups; ++g) {
       const size_t o = static_cast<size_t>(g * kHeadBlock);
+      const size_t oh = o + h_lo, vecs = static_cast<size_t>(h_tiles * kHeadTile) / kN;
       if (rows_exact && q_exact[g]) {
-        kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign, qp + o * kDimPairs, S);
-        Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, ppairs + g * kPpGroup);
+        kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign,
+                       qp + o * kDimPairs + h_lo, h_tiles, S + h_lo);
+        Softmax(S + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh,
+                ppairs + g * kPpGroup + h_lo, vecs);
         continue;
       }
       // acc is +0 before the first block.
@@ -336,24 +346,25 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
             qt_g[d * kHeadBlock + i] = h0 + i < a.H ? bf16_to_f32(q[(h0 + i) * kMlaDim + d]) : 0.0f;
       }
       ScoresF32(rows, n, qt_g, S);
-      Softmax(S, n, a.scale, m + o, l + o, alpha + o, bad + o, nullptr);
-      ValuesF32(S, rows, n, alpha + o, acc + o * kAccRow);
+      Softmax(S + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh, nullptr, vecs);
+      ValuesF32(S + h_lo, rows, n, alpha + oh, acc + oh * kAccRow,
+                static_cast<size_t>(h_tiles * kHeadTile));
     }
     // The kernel's values, each run of consecutive groups in one call (the block's Vp read once
     // for them); before the first block acc is +0, RN(+0·α) = +0: no alpha, no acc read.
     for (int64_t g = 0; rows_exact && g < groups;) {
       int64_t e = g;
       while (e < groups && q_exact[e]) ++e;
+      const size_t oh = static_cast<size_t>(g * kHeadBlock) + h_lo;
       if (e > g)
-        kernel->values(ppairs + g * kPpGroup, vpairs, (n + 1) / 2,
-                       b == 0 ? nullptr : alpha + g * kHeadBlock, acc + g * kHeadBlock * kAccRow,
-                       e - g);
+        kernel->values(ppairs + g * kPpGroup + h_lo, vpairs, (n + 1) / 2,
+                       b == 0 ? nullptr : alpha + oh, acc + oh * kAccRow, e - g, h_tiles);
       g = e + 1;
     }
   }
 
   for (int64_t g = 0; g < groups; ++g)
-    for (int64_t i = 0; i < kHeadBlock; ++i) {
+    for (int64_t i = static_cast<int64_t>(h_lo); i < c1 * kHeadTile; ++i) {
       const int64_t h = (g0 + g) * kHeadBlock + i;
       if (h >= a.H) break;
       const size_t k = static_cast<size_t>(g * kHeadBlock + i);
@@ -380,19 +391,33 @@ void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
   const int threads = ctx.num_threads > 0 ? max_threads(ctx.num_threads)
                       : flops >= 4e6          ? max_threads(0)
                                               : 1;
-  const int64_t workers = std::min<int64_t>(threads, items);
   const auto attend = HWY_DYNAMIC_DISPATCH(AttendToken);
+  // Items (token, head group), or, with fewer of those than threads, (token, group, tile of 16
+  // heads): every group two tiles but a last one of up to 16 heads. Each item decodes its token's
+  // rows itself.
+  const bool by_tile = items < threads;
+  const int64_t last_tiles = (a.H - (groups - 1) * kHeadBlock + kHeadTile - 1) / kHeadTile;
+  const int64_t per_token = by_tile ? 2 * (groups - 1) + last_tiles : groups;
+  const int64_t units = a.T * per_token;
+  const int64_t workers = std::min<int64_t>(threads, units);
   parallel_for(workers, static_cast<int>(workers), [&](int64_t w) {
     thread_local AttentionScratch scratch;
     if (kernel && kernel->thread_begin) kernel->thread_begin();
-    // Items i0 .. i1 − 1, item i = (token i / groups, head group i % groups).
-    const int64_t i0 = items * w / workers, i1 = items * (w + 1) / workers;
+    // Items i0 .. i1 − 1, item i the r-th of token i / per_token, r = i % per_token.
+    const int64_t i0 = units * w / workers, i1 = units * (w + 1) / workers;
     for (int64_t i = i0; i < i1;) {
-      const int64_t t = i / groups, g0 = i % groups;
-      const int64_t g1 = std::min(groups, g0 + (i1 - i));
-      for (int64_t g = g0; g < g1; g += kMaxHeadGroups)
-        attend(a, kernel, t, g, std::min(g1, g + kMaxHeadGroups), scratch);
-      i += g1 - g0;
+      const int64_t t = i / per_token, r = i % per_token;
+      if (by_tile) {  // tile r % 2 of group r / 2, and the group's second tile where it is here
+        const int c0 = static_cast<int>(r % 2);
+        const int c1 = c0 == 0 && i + 1 < i1 && r + 1 < per_token ? 2 : c0 + 1;
+        attend(a, kernel, t, r / 2, r / 2 + 1, c0, c1, scratch);
+        i += c1 - c0;
+        continue;
+      }
+      const int64_t g1 = std::min(groups, r + (i1 - i));  // this token's groups here
+      for (int64_t g = r; g < g1; g += kMaxHeadGroups)
+        attend(a, kernel, t, g, std::min(g1, g + kMaxHeadGroups), 0, 2, scratch);
+      i += g1 - r;
     }
     if (kernel && kernel->thread_end) kernel->thread_end();
   });

@@ -15,7 +15,8 @@
 
 namespace dsv4cpu::detail::opt {
 
-inline constexpr int64_t kHeadBlock = 32;  // heads per unit of work: two groups of 16
+inline constexpr int64_t kHeadBlock = 32;  // heads per group: two tiles of kHeadTile
+inline constexpr int64_t kHeadTile = 16;
 inline constexpr int64_t kDimPairs = 256;  // the 512 dims as bf16 pairs
 // Rows of a block in the bf16 layouts are padded with zero rows to a multiple of this.
 inline constexpr int64_t kRowAlign = 16;
@@ -56,14 +57,18 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
 // Vp and Pp hold zero pairs from `pairs` up to a multiple of 16 pairs.
 // Both instructions treat bf16 subnormal inputs as zero and flush subnormal results (numerics.md
 // §9); the driver gives them only exact normal bf16 operands.
+// Each product runs for whole tiles of kHeadTile heads; `tiles` of them (1 or 2) start at the
+// head of Qp, S, Pp, alpha and acc they are given (a group, or its second half for tiles = 1).
 struct AttentionKernel {
-  // S[j·kHeadBlock + h] = Σ_d K[j][d]·q[h][d] for j < rows (a multiple of kRowAlign).
-  void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S);
-  // For `groups` groups of heads, one after the other in Pp (kPpGroup words each), alpha and acc:
+  // S[j·kHeadBlock + h] = Σ_d K[j][d]·q[h][d] for j < rows (a multiple of kRowAlign) and the
+  // heads h < kHeadTile·tiles.
+  void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S);
+  // For `groups` groups of heads, one after the other in Pp (kPpGroup words each), alpha and acc
+  // (of one group the heads h < kHeadTile·tiles; tiles = 2 where groups > 1):
   // acc[h·kAccRow + d] = RN(acc[h·kAccRow + d]·alpha[h]) (0 without alpha), then
   // += Σ_{j < 2·pairs} P[h][j]·V[j][d].
   void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                 float* acc, int64_t groups);
+                 float* acc, int64_t groups, int tiles);
   // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result)
   // in the kernel's ISA; null: the Highway one.
   bool (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,

@@ -81,10 +81,10 @@ inline void pack_q(const uint16_t* q, int64_t heads, uint32_t* Qp) {
 }
 
 // P[h][i] = Pp[i·kHeadBlock + h] for the 16·steps pairs.
-inline void transpose_pairs(const uint32_t* Pp, int64_t steps,
+inline void transpose_pairs(const uint32_t* Pp, int64_t steps, int64_t heads,
                             uint32_t (*P)[kAttentionBlock / 2]) {
   for (int64_t s = 0; s < steps; ++s)
-    for (int64_t g = 0; g < kHeadBlock; g += 16)
+    for (int64_t g = 0; g < heads; g += 16)
       transpose_16x16(Pp + 16 * s * kHeadBlock + g, kHeadBlock, 16, &P[g][16 * s],
                       kAttentionBlock / 2);
 }

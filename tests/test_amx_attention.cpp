@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "args/attention.hpp"
+#include "core/parallel.hpp"
 #include "dsv4cpu/attention.hpp"
 #include "optimized/attention_amx.hpp"
 #include "optimized/attention_kernel.hpp"
@@ -33,12 +34,12 @@ EmulatedTiles& tiles() {
   thread_local EmulatedTiles t;
   return t;
 }
-void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S) {
-  opt::amx_scores(tiles(), K, rows, Qp, S);
+void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, int head_tiles, float* S) {
+  opt::amx_scores(tiles(), K, rows, Qp, head_tiles, S);
 }
 void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc, int64_t groups) {
-  opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc, groups);
+                  float* acc, int64_t groups, int head_tiles) {
+  opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc, groups, head_tiles);
 }
 const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, &opt::pack_q, nullptr,
                                      nullptr};
@@ -83,7 +84,7 @@ TEST(AmxAttentionModel, ScoresAndValuesByHand) {
   }
   std::vector<float> S(16 * opt::kHeadBlock, -1.0f);
   EmulatedTiles t;
-  opt::amx_scores(t, K.data(), 16, Qp.data(), S.data());
+  opt::amx_scores(t, K.data(), 16, Qp.data(), 2, S.data());
   for (int j = 0; j < 16; ++j)
     for (int h = 0; h < 32; ++h)
       ASSERT_EQ(S[j * 32 + h], j / 2 == h ? static_cast<float>(h + 1) : 0.0f) << j << " " << h;
@@ -99,7 +100,7 @@ TEST(AmxAttentionModel, ScoresAndValuesByHand) {
       Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
     }
   std::vector<float> acc(32 * opt::kAccRow, 2.0f), alpha(32, 0.5f);
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 1);
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 1, 2);
   for (int h = 0; h < 32; ++h)
     for (int d = 0; d < opt::kAccRow; ++d)  // the row's padding untouched
       ASSERT_EQ(acc[h * opt::kAccRow + d], d < 512 ? 1.0f + static_cast<float>(h + d / 64) : 2.0f)
@@ -129,10 +130,10 @@ TEST(AmxAttentionModel, ValuesOfThreeGroupsByHand) {
   std::vector<float> alpha(3 * 32, 1.0f);
   std::fill(alpha.begin() + 32, alpha.begin() + 64, 0.5f);
   EmulatedTiles t;
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, nullptr, acc.data(), 3);
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, nullptr, acc.data(), 3, 2);
   // Two steps: 32 chunks of 16 dims × 4 tiles for the pair, 16 chunks of 32 dims × 4 for the last.
   EXPECT_EQ(t.dots, 2 * (32 * 4 + 16 * 4));
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 3);
+  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 3, 2);
   for (int g = 0; g < 3; ++g)
     for (int h = 0; h < 32; ++h)
       for (int d = 0; d < opt::kAccRow; ++d) {
@@ -144,6 +145,56 @@ TEST(AmxAttentionModel, ValuesOfThreeGroupsByHand) {
         }
         ASSERT_EQ(got, (g == 1 ? 1.5f : 2.0f) * v) << g << " " << h << " " << d;
       }
+}
+
+TEST(AmxAttentionModel, OneHeadTileGivesItsHalfOfTheGroup) {
+  // A group's second head tile alone (tiles = 1, pointers at head 16) gives the bits of the two
+  // tiles' products for heads 16..31 and leaves heads 0..15 untouched.
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal;
+  auto bf16 = [&] { return to_bf16(normal(rng)); };
+  std::vector<uint16_t> K(32 * opt::kKRow, 0);
+  for (int j = 0; j < 32; ++j)
+    for (int d = 0; d < 512; ++d) K[static_cast<size_t>(j * opt::kKRow + d)] = bf16();
+  std::vector<uint32_t> Qp(opt::kDimPairs * opt::kHeadBlock), Pp(opt::kPpGroup, 0);
+  for (uint32_t& w : Qp) w = bf16() | static_cast<uint32_t>(bf16()) << 16;
+  auto p = [&] { return to_bf16(std::abs(normal(rng))); };
+  for (int i = 0; i < 20; ++i)  // 40 rows: pairs 0..19, zero after
+    for (int h = 0; h < 32; ++h)
+      Pp[static_cast<size_t>(i * opt::kHeadBlock + h)] = p() | static_cast<uint32_t>(p()) << 16;
+  std::vector<uint32_t> Vp(8 * opt::kVpBlock, 0);
+  for (int d = 0; d < 512; ++d)
+    for (int i = 0; i < 20; ++i)
+      Vp[static_cast<size_t>(d / 64 * opt::kVpBlock + i * 64 + d % 64)] =
+          bf16() | static_cast<uint32_t>(bf16()) << 16;
+  std::vector<float> alpha(32);
+  for (float& a : alpha) a = std::abs(normal(rng));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> acc0(32 * opt::kAccRow);
+  for (float& x : acc0) x = normal(rng);
+
+  EmulatedTiles t;
+  std::vector<float> S2(32 * opt::kHeadBlock, nan), S1 = S2;
+  opt::amx_scores(t, K.data(), 32, Qp.data(), 2, S2.data());
+  opt::amx_scores(t, K.data(), 32, Qp.data() + 16, 1, S1.data() + 16);
+  for (int j = 0; j < 32; ++j)
+    for (int h = 0; h < 32; ++h) {
+      const float want = h < 16 ? nan : S2[static_cast<size_t>(j * 32 + h)];
+      const float got = S1[static_cast<size_t>(j * 32 + h)];
+      ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << j << " " << h;
+    }
+  const float* none = nullptr;
+  for (const float* al : {none, static_cast<const float*>(alpha.data())}) {
+    std::vector<float> acc2 = acc0, acc1 = acc0;
+    opt::amx_values(t, Pp.data(), Vp.data(), 20, al, acc2.data(), 1, 2);
+    opt::amx_values(t, Pp.data() + 16, Vp.data(), 20, al ? al + 16 : nullptr,
+                    acc1.data() + 16 * opt::kAccRow, 1, 1);
+    for (int h = 0; h < 32; ++h)
+      for (int d = 0; d < opt::kAccRow; ++d) {
+        const size_t k = static_cast<size_t>(h * opt::kAccRow + d);
+        ASSERT_EQ(acc1[k], h < 16 ? acc0[k] : acc2[k]) << (al ? "alpha " : "") << h << " " << d;
+      }
+  }
 }
 
 TEST(AmxAttentionModel, PackQByHand) {
@@ -190,19 +241,25 @@ TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {
     Options o;
     o.impl = Impl::reference;
     ref.run(o);
-    for (int threads : {1, 2}) {
+    std::vector<uint16_t> one;
+    // 3 tokens of 2 head groups: 6 items, or 9 items of one head tile on 8 threads.
+    detail::set_processors_for_test(8);
+    for (int threads : {1, 2, 8}) {
       AttentionCase c = random_case(5, mode);
       tiles().dots = 0;
       run_model(c, threads);
       if (threads == 1) {
         EXPECT_GT(tiles().dots, 0);
+        one = c.out;
       }
+      EXPECT_EQ(c.out, one) << threads << " threads: the bytes of 1 thread";
       const testing::AttentionBound bound = testing::attention_bound(c.inputs());
       EXPECT_EQ(testing::attention_out_violation(bound, c.out.data(), ref.out.data()), "")
           << threads << " threads";
       EXPECT_EQ(testing::attention_lse_violation(bound, c.lse.data(), ref.lse.data()), "");
       for (int d = 0; d < 512; ++d) ASSERT_EQ(c.out[static_cast<size_t>(40 * 512 + d)], 0x7FC0);
     }
+    detail::set_processors_for_test(0);
   }
 }
 

@@ -54,7 +54,8 @@ DSV4CPU_API Fp8Subnormals parse_fp8_subnormals(const char* op, std::string_view 
 //            overlapping an input or each other); IndexError (a slot outside [-1, pages·P));
 //            NonFiniteError (q not finite, attn_sink NaN or +inf). NaN codes or scale byte 255 in
 //            a gathered row give a NaN output row.
-// Threads:   amx, avx512bf16, hwy: (token, group of 32 heads) items split across threads.
+// Threads:   amx, avx512bf16, hwy: (token, group of 32 heads) items split across threads; with
+//            fewer such items than threads, (token, tile of 16 heads) items.
 DSV4CPU_API void sparse_mla_attention(
     const TensorView& q, const TensorView& window_cache, int64_t window_block_size,
     const TensorView& window_slots, const TensorView& compressed_cache,

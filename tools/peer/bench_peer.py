@@ -44,7 +44,7 @@ SHAPES = {"decode8": (8, 1), "prefill4096": (1, 4096)}
 #: bench_util.hpp's batch shapes (requests, tokens per request), the attention ops' shapes.
 BATCH_SHAPES = {"decode1": (1, 1), "decode8": (8, 1), "decode64": (64, 1),
                 "prefill4096": (1, 4096)}
-#: bench_attention.cpp: H = 64 heads (Flash); each token reads its 128-entry window and
+#: bench_attention.cpp: H = 64 heads (Flash; also 32); each token reads its 128-entry window and
 #: Nc = 512 entries of its request's pool of 2048 C4A entries (Pc = 64 per page); positions in a
 #: table of 8192 rows.
 ATTENTION_HEADS, SELECTED, POOL, ROPE_ROWS = 64, 512, 2048, 8192
@@ -191,12 +191,12 @@ def mla_cache(entries, per_page, seed):
     return cache, shuffled(pages, seed)[entry // per_page] * per_page + entry % per_page
 
 
-def attention_case(shape):
-    """bench_attention.cpp's ``c4a_<shape>_h64``: R requests of n tokens; request r owns n + 127
-    window entries, its token i reads entries i .. i + 127 and 512 distinct entries of its pool.
-    vLLM's options (the plugin's, docs/vllm.md): ``nope_decode = vllm``."""
+def attention_case(shape, heads=ATTENTION_HEADS):
+    """bench_attention.cpp's ``c4a_<shape>_h<heads>``: R requests of n tokens; request r owns
+    n + 127 window entries, its token i reads entries i .. i + 127 and 512 distinct entries of its
+    pool. vLLM's options (the plugin's, docs/vllm.md): ``nope_decode = vllm``."""
     requests, n = BATCH_SHAPES[shape]
-    tokens, window, heads = requests * n, dsv4cpu.kSlidingWindow, ATTENTION_HEADS
+    tokens, window = requests * n, dsv4cpu.kSlidingWindow
     swa = n + window - 1
     window_cache, window_slot = mla_cache(requests * swa, dsv4cpu.kSwaBlockSize, 21)
     compressed_cache, compressed_slot = mla_cache(requests * POOL, 64, 22)
@@ -273,6 +273,8 @@ def cases():
                     lambda s=shape: attention_case(s)))
         out.append(("inverse_gptj_rope_o_proj", f"{shape}_h64",
                     lambda s=shape: inverse_rope_case(s)))
+    # Flash's heads under tensor parallelism of 2: one group of 32 (bench_attention.cpp).
+    out.append(("sparse_mla_attention", "c4a_decode1_h32", lambda: attention_case("decode1", 32)))
     return out
 
 
