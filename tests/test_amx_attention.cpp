@@ -243,7 +243,10 @@ TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {
     ref.run(o);
     std::vector<uint16_t> one;
     // 3 tokens of 2 head groups: 6 items, or 9 items of one head tile on 8 threads.
-    detail::set_processors_for_test(8);
+    struct Processors {
+      Processors() { detail::set_processors_for_test(8); }
+      ~Processors() { detail::set_processors_for_test(0); }
+    } eight;
     for (int threads : {1, 2, 8}) {
       AttentionCase c = random_case(5, mode);
       tiles().dots = 0;
@@ -259,7 +262,6 @@ TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {
       EXPECT_EQ(testing::attention_lse_violation(bound, c.lse.data(), ref.lse.data()), "");
       for (int d = 0; d < 512; ++d) ASSERT_EQ(c.out[static_cast<size_t>(40 * 512 + d)], 0x7FC0);
     }
-    detail::set_processors_for_test(0);
   }
 }
 
