@@ -9,9 +9,10 @@
 namespace dsv4cpu::detail::opt {
 namespace {
 
-void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S) {
+void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S,
+                  void (*step)(void*), void* step_arg) {
   AmxTiles t;
-  amx_scores(t, K, rows, Qp, tiles, S);
+  amx_scores(t, K, rows, Qp, tiles, S, step, step_arg);
 }
 
 void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,

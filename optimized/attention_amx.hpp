@@ -3,7 +3,9 @@
 // without AMX (optimized/attention_amx.cpp runs them with the intrinsics):
 //   scores  C[16 rows][16 heads] += A (16 bf16 rows × 32 dims, row-major) · B (Qp: 16 dim pairs ×
 //           16 heads), 16 dim steps, four C tiles: two row tiles × the 32 heads of a group (two
-//           C tiles for a half group);
+//           C tiles for a half group); the driver's step after each B tile's products (the
+//           core queues few tile instructions: vector work placed after a long run of them
+//           waits, placed between them it runs while they do);
 //   values  C[16 heads][16 dims] += A (P: 16 heads × 32 rows, Pp transposed) · B (Vp: 16 row pairs ×
 //           16 dims), four C tiles (the four head tiles of two groups × 16 dims, or two head
 //           tiles × 32 dims; one head tile × 32 dims for a half group) loaded from acc and stored
@@ -23,7 +25,7 @@ inline constexpr int64_t kDimSteps = kMlaDim / 32;  // A tiles across the 512 di
 
 template <class Tiles>
 void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles,
-                float* S) {
+                float* S, void (*step)(void*) = nullptr, void* step_arg = nullptr) {
   // Two row tiles (A 0, 1) × the head tiles (B 0, 1): up to four accumulator chains, C tile
   // 2r + c.
   for (int64_t j0 = 0; j0 < rows; j0 += 2 * kTileRows) {
@@ -37,6 +39,7 @@ void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, i
         // Pairs 16s .. 16s + 15, heads 16c .. 16c + 15.
         t.load_b(c, Qp + 16 * s * kHeadBlock + 16 * c, kHeadBlock * 4);
         for (int r = 0; r < r_end; ++r) t.dot(2 * r + c, r, c);
+        if (step) step(step_arg);
       }
     }
     for (int r = 0; r < r_end; ++r)

@@ -45,7 +45,8 @@ void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, float* S)
   }
 }
 
-void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S) {
+void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S,
+            void (*)(void*), void*) {
   if (tiles == 2)
     scores_tiles<2>(K, rows, Qp, S);
   else

@@ -72,8 +72,8 @@ struct AttentionScratch {
   Buffer<int64_t> blocks;
   Buffer<float> rows;       // fp32 rows [kAttentionBlock][512]
   Buffer<uint16_t> krows;   // bf16 rows [kAttentionBlock][kKRow] (512 dims, padding)
-  Buffer<uint32_t> vpairs;  // bf16 row pairs (Vp), 8 · kVpBlock
-  Buffer<float> s;          // scores [kAttentionBlock][kHeadBlock], then p
+  Buffer<uint32_t> vpairs;  // bf16 row pairs (Vp) of two blocks, 8 · kVpBlock each
+  Buffer<float> s;          // scores, then p: [2][kAttentionBlock][kHeadBlock], groups alternate
   Buffer<uint32_t> ppairs;  // bf16 probability pairs (Pp) of each head group, kPpGroup words each
   // Per head group of the token: q transposed (fp32 [512][kHeadBlock]) and packed (Qp), the
   // running m, l, α, the non-finite flags and acc [kHeadBlock][kAccRow] (512 dims, padding).
@@ -159,54 +159,106 @@ void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int6
 
 // ---- the online softmax of one block (attention.md §2.5), heads in the lanes ----
 
-// S holds the n rows of raw dots. Updates m, l, flags non-finite scores in `bad`, writes α, and
-// the probabilities: without `pairs`, into S rounded to bf16 (fp32, p[j][h]); else as bf16 pairs
-// (Pp of attention_kernel.hpp, zero pairs up to a multiple of 16).
-// `vecs` vectors of kN heads from the given ones.
-void Softmax(float* S, int64_t n, float scale, float* m, float* l, float* alpha, uint32_t* bad,
-             uint32_t* pairs, size_t vecs) {
+// One block's softmax for `vecs` vectors of kN heads, in steps after SoftmaxBegin: the first
+// steps scale a few of the n rows of raw dots in S each, flag non-finite scores in `bad` and take
+// the maximum; the step after the last row updates m and writes α. Each step after it turns a
+// pair of rows into probabilities: without `pairs`, into S rounded to bf16 (fp32, p[j][h]); else
+// as bf16 pairs (Pp of attention_kernel.hpp); the step after the last pair adds the sum to l and
+// writes the zero pairs up to a multiple of 16 pairs. SoftmaxEnd runs the steps left. A kernel's
+// score products of the next group run the steps between their tiles.
+struct SoftmaxRun {
+  float* S;
+  int64_t n, j;
+  float scale;
+  float *m, *l, *alpha;
+  uint32_t *bad, *pairs;
+  size_t vecs;
+  int phase;  // 0: the scaled scores and their maximum, 1: the probabilities, 2: done
+  VF m_new[kHeadVecs], sum[kHeadVecs];
+  VU nonfinite[kHeadVecs];
+};
+
+void SoftmaxBegin(SoftmaxRun& r, float* S, int64_t n, float scale, float* m, float* l,
+                  float* alpha, uint32_t* bad, uint32_t* pairs, size_t vecs) {
   const DF df;
   const DU du;
-  const VF vscale = hn::Set(df, scale);
-  const VU high = hn::Set(du, 0xFFFF0000u);
+  r = SoftmaxRun{S, n, 0, scale, m, l, alpha, bad, pairs, vecs, 0, {}, {}, {}};
   for (size_t v = 0; v < vecs; ++v) {
-    const size_t o = v * kN;
-    const VF m_old = hn::Load(df, m + o);
-    VF m_new = m_old;
-    VU nonfinite = hn::Load(du, bad + o);
-    for (int64_t j = 0; j < n; ++j) {
-      const VF s = hn::Mul(hn::Load(df, S + j * kHeadBlock + o), vscale);
-      hn::Store(s, df, S + j * kHeadBlock + o);
-      nonfinite =
-          hn::Or(nonfinite, hn::VecFromMask(du, hn::RebindMask(du, hn::Not(hn::IsFinite(s)))));
-      m_new = hn::Max(m_new, s);
-    }
-    const VF a = ExpLib(hn::Sub(m_old, m_new));
-    VF sum = hn::Zero(df);
-    VU even = hn::Zero(du);  // bf16 bits of p for the even row of the current pair
-    for (int64_t j = 0; j < n; ++j) {
-      float* row = S + j * kHeadBlock + o;
-      const VF p = ExpLib(hn::Sub(hn::Load(df, row), m_new));
-      sum = hn::Add(sum, p);
-      if (!pairs) {
-        hn::Store(RoundBf16(p), df, row);
-      } else if (j % 2 == 0) {
-        even = Bf16Bits(p);
-      } else {
-        hn::Store(hn::Or(hn::ShiftRight<16>(even), hn::And(Bf16Bits(p), high)), du,
-                  pairs + j / 2 * kHeadBlock + o);
-      }
-    }
-    if (pairs) {
-      if (n % 2) hn::Store(hn::ShiftRight<16>(even), du, pairs + n / 2 * kHeadBlock + o);
-      for (int64_t i = (n + 1) / 2; i < (n + 31) / 32 * 16; ++i)
-        hn::Store(hn::Zero(du), du, pairs + i * kHeadBlock + o);
-    }
-    hn::Store(hn::Add(hn::Mul(hn::Load(df, l + o), a), sum), df, l + o);
-    hn::Store(m_new, df, m + o);
-    hn::Store(a, df, alpha + o);
-    hn::Store(nonfinite, du, bad + o);
+    r.m_new[v] = hn::Load(df, m + v * kN);
+    r.nonfinite[v] = hn::Load(du, bad + v * kN);
+    r.sum[v] = hn::Zero(df);
   }
+}
+
+// Rows per step of the first phase.
+constexpr int64_t kScaleRows = 4;
+
+void SoftmaxStep(void* arg) {
+  SoftmaxRun& r = *static_cast<SoftmaxRun*>(arg);
+  const DF df;
+  const DU du;
+  const int64_t j = r.j;
+  if (r.phase == 0) {
+    if (j < r.n) {
+      const VF vscale = hn::Set(df, r.scale);
+      for (size_t v = 0; v < r.vecs; ++v)
+        for (int64_t i = j; i < std::min(r.n, j + kScaleRows); ++i) {
+          float* row = r.S + i * kHeadBlock + v * kN;
+          const VF s = hn::Mul(hn::Load(df, row), vscale);
+          hn::Store(s, df, row);
+          const VU bad_s = hn::VecFromMask(du, hn::RebindMask(du, hn::Not(hn::IsFinite(s))));
+          r.nonfinite[v] = hn::Or(r.nonfinite[v], bad_s);
+          r.m_new[v] = hn::Max(r.m_new[v], s);
+        }
+      r.j = j + kScaleRows;
+      return;
+    }
+    for (size_t v = 0; v < r.vecs; ++v) {
+      const size_t o = v * kN;
+      hn::Store(ExpLib(hn::Sub(hn::Load(df, r.m + o), r.m_new[v])), df, r.alpha + o);
+      hn::Store(r.m_new[v], df, r.m + o);
+      hn::Store(r.nonfinite[v], du, r.bad + o);
+    }
+    r.phase = 1;
+    r.j = 0;
+    return;
+  }
+  if (r.phase == 2) return;
+  const VU high = hn::Set(du, 0xFFFF0000u);
+  if (j >= r.n) {
+    for (size_t v = 0; v < r.vecs; ++v) {
+      const size_t o = v * kN;
+      if (r.pairs)
+        for (int64_t i = (r.n + 1) / 2; i < (r.n + 31) / 32 * 16; ++i)
+          hn::Store(hn::Zero(du), du, r.pairs + i * kHeadBlock + o);
+      hn::Store(hn::Add(hn::Mul(hn::Load(df, r.l + o), hn::Load(df, r.alpha + o)), r.sum[v]), df,
+                r.l + o);
+    }
+    r.phase = 2;
+    return;
+  }
+  for (size_t v = 0; v < r.vecs; ++v) {
+    const size_t o = v * kN;
+    float* row = r.S + j * kHeadBlock + o;
+    const VF p0 = ExpLib(hn::Sub(hn::Load(df, row), r.m_new[v]));
+    r.sum[v] = hn::Add(r.sum[v], p0);
+    const bool two = j + 1 < r.n;
+    const VF p1 = two ? ExpLib(hn::Sub(hn::Load(df, row + kHeadBlock), r.m_new[v])) : hn::Zero(df);
+    if (two) r.sum[v] = hn::Add(r.sum[v], p1);
+    if (!r.pairs) {
+      hn::Store(RoundBf16(p0), df, row);
+      if (two) hn::Store(RoundBf16(p1), df, row + kHeadBlock);
+    } else {
+      const VU odd = two ? hn::And(Bf16Bits(p1), high) : hn::Zero(du);
+      hn::Store(hn::Or(hn::ShiftRight<16>(Bf16Bits(p0)), odd), du,
+                r.pairs + j / 2 * kHeadBlock + o);
+    }
+  }
+  r.j = j + 2;
+}
+
+void SoftmaxEnd(SoftmaxRun& r) {
+  while (r.phase != 2) SoftmaxStep(&r);
 }
 
 // ---- one token ----
@@ -254,8 +306,8 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   uint32_t* qp = s.qp.get(heads * kDimPairs);
   float* rows = s.rows.get(kAttentionBlock * kMlaDim);
   uint16_t* krows = s.krows.get(kAttentionBlock * kKRow);
-  uint32_t* vpairs = s.vpairs.get(kMlaDim / 64 * kVpBlock);
-  float* S = s.s.get(kAttentionBlock * kHeadBlock);
+  uint32_t* vpairs = s.vpairs.get(2 * kMlaDim / 64 * kVpBlock);
+  float* S = s.s.get(2 * kAttentionBlock * kHeadBlock);
   uint32_t* ppairs = s.ppairs.get(static_cast<size_t>(groups * kPpGroup));
   std::fill(m, m + heads, -std::numeric_limits<float>::infinity());
   std::fill(l, l + heads, 0.0f);
@@ -299,6 +351,38 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
 
   const bool vllm = a.nope_decode == NopeDecode::vllm;
   bool nan_token = false;
+  // Where every group of a block runs on the kernel, the blocks form a pipeline: a group's
+  // softmax runs its steps during the score products of the group after it (of the next block
+  // for the last group), and a block's values run once the next block's first group has its
+  // scores. Blocks alternate between two Vp buffers, (block, group) items between two S and two
+  // runs. acc sees the same operations in the same order as without the pipeline.
+  const size_t vp_words = kMlaDim / 64 * kVpBlock;
+  SoftmaxRun runs[2];
+  SoftmaxRun* pending = nullptr;  // the softmax whose steps are left
+  int64_t due = -1, due_n = 0;    // the block whose kernel values are left, and its rows
+  auto end_softmax = [&] {
+    if (pending) SoftmaxEnd(*pending);
+    pending = nullptr;
+  };
+  // The kernel's values of block bb (nn rows), each run of consecutive groups in one call (the
+  // block's Vp read once for them); before the first block acc is +0, RN(+0·α) = +0: no alpha,
+  // no acc read.
+  auto kernel_values = [&](int64_t bb, int64_t nn) {
+    for (int64_t g = 0; g < groups;) {
+      int64_t e = g;
+      while (e < groups && q_exact[e]) ++e;
+      const size_t oh = static_cast<size_t>(g * kHeadBlock) + h_lo;
+      if (e > g)
+        kernel->values(ppairs + g * kPpGroup + h_lo, vpairs + (bb % 2) * vp_words, (nn + 1) / 2,
+                       bb == 0 ? nullptr : alpha + oh, acc + oh * kAccRow, e - g, h_tiles);
+      g = e + 1;
+    }
+  };
+  auto values_due = [&] {
+    if (due >= 0) kernel_values(due, due_n);
+    due = -1;
+  };
+  int64_t item = 0;
   if (nblocks > 0) PrefetchRows(data, scales, 0, blocks[1]);
   for (int64_t b = 0; b < nblocks && !nan_token; ++b) {
     const int64_t j0 = blocks[b], n = blocks[b + 1] - j0;
@@ -311,30 +395,42 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       any_bf16 |= rows_exact && q_exact[g];
       any_f32 |= !(rows_exact && q_exact[g]);
     }
+    uint32_t* vp = vpairs + (b % 2) * vp_words;
 #if HWY_TARGET != HWY_SCALAR
     const bool finite = any_f32 ? DecodeBlock(data + j0, scales + j0, n, a.nope_decode, rows,
-                                              any_bf16 ? krows : nullptr, vpairs)
+                                              any_bf16 ? krows : nullptr, vp)
                     : kernel->decode_bf16
-                        ? kernel->decode_bf16(data + j0, scales + j0, n, vllm, krows, vpairs)
-                        : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vpairs);
+                        ? kernel->decode_bf16(data + j0, scales + j0, n, vllm, krows, vp)
+                        : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vp);
 #else
     const bool finite = DecodeBlock(data + j0, scales + j0, n, a.nope_decode,
-                                    any_f32 ? rows : nullptr, any_bf16 ? krows : nullptr, vpairs);
+                                    any_f32 ? rows : nullptr, any_bf16 ? krows : nullptr, vp);
 #endif
     if (!finite) {
       nan_token = true;  // §2.6: every score of the token is non-finite
       break;
     }
+    if (any_f32) {  // the pipeline drains before a block with fp32 products
+      end_softmax();
+      values_due();
+    }
     for (int64_t g = 0; g < groups; ++g) {
       const size_t o = static_cast<size_t>(g * kHeadBlock);
       const size_t oh = o + h_lo, vecs = static_cast<size_t>(h_tiles * kHeadTile) / kN;
+      const int64_t parity = item++ % 2;
+      float* Sg = S + parity * kAttentionBlock * kHeadBlock;
       if (rows_exact && q_exact[g]) {
         kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign,
-                       qp + o * kDimPairs + h_lo, h_tiles, S + h_lo);
-        Softmax(S + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh,
-                ppairs + g * kPpGroup + h_lo, vecs);
+                       qp + o * kDimPairs + h_lo, h_tiles, Sg + h_lo,
+                       pending ? &SoftmaxStep : nullptr, pending);
+        end_softmax();
+        if (g == 0) values_due();
+        pending = &runs[parity];
+        SoftmaxBegin(*pending, Sg + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh,
+                     ppairs + g * kPpGroup + h_lo, vecs);
         continue;
       }
+      end_softmax();
       // acc is +0 before the first block.
       if (b == 0) std::fill(acc + o * kAccRow, acc + (o + kHeadBlock) * kAccRow, 0.0f);
       float* qt_g = qt + o * kMlaDim;
@@ -345,22 +441,24 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
           for (int d = 0; d < kMlaDim; ++d)
             qt_g[d * kHeadBlock + i] = h0 + i < a.H ? bf16_to_f32(q[(h0 + i) * kMlaDim + d]) : 0.0f;
       }
-      ScoresF32(rows, n, qt_g, S);
-      Softmax(S + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh, nullptr, vecs);
-      ValuesF32(S + h_lo, rows, n, alpha + oh, acc + oh * kAccRow,
+      ScoresF32(rows, n, qt_g, Sg);
+      SoftmaxRun run;
+      SoftmaxBegin(run, Sg + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh, nullptr, vecs);
+      SoftmaxEnd(run);
+      ValuesF32(Sg + h_lo, rows, n, alpha + oh, acc + oh * kAccRow,
                 static_cast<size_t>(h_tiles * kHeadTile));
     }
-    // The kernel's values, each run of consecutive groups in one call (the block's Vp read once
-    // for them); before the first block acc is +0, RN(+0·α) = +0: no alpha, no acc read.
-    for (int64_t g = 0; rows_exact && g < groups;) {
-      int64_t e = g;
-      while (e < groups && q_exact[e]) ++e;
-      const size_t oh = static_cast<size_t>(g * kHeadBlock) + h_lo;
-      if (e > g)
-        kernel->values(ppairs + g * kPpGroup + h_lo, vpairs, (n + 1) / 2,
-                       b == 0 ? nullptr : alpha + oh, acc + oh * kAccRow, e - g, h_tiles);
-      g = e + 1;
+    if (!any_f32) {
+      due = b;
+      due_n = n;
+    } else if (any_bf16) {
+      end_softmax();
+      kernel_values(b, n);
     }
+  }
+  if (!nan_token) {
+    end_softmax();
+    values_due();
   }
 
   for (int64_t g = 0; g < groups; ++g)

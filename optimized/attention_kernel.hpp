@@ -61,8 +61,11 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
 // head of Qp, S, Pp, alpha and acc they are given (a group, or its second half for tiles = 1).
 struct AttentionKernel {
   // S[j·kHeadBlock + h] = Σ_d K[j][d]·q[h][d] for j < rows (a multiple of kRowAlign) and the
-  // heads h < kHeadTile·tiles.
-  void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S);
+  // heads h < kHeadTile·tiles. A non-null `step` is vector work of the driver (another group's
+  // softmax) that the kernel may call, step(step_arg), between its products, so that the two
+  // overlap; the driver runs the steps left after the call.
+  void (*scores)(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, float* S,
+                 void (*step)(void*), void* step_arg);
   // For `groups` groups of heads, one after the other in Pp (kPpGroup words each), alpha and acc
   // (of one group the heads h < kHeadTile·tiles; tiles = 2 where groups > 1):
   // acc[h·kAccRow + d] = RN(acc[h·kAccRow + d]·alpha[h]) (0 without alpha), then

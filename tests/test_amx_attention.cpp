@@ -34,8 +34,9 @@ EmulatedTiles& tiles() {
   thread_local EmulatedTiles t;
   return t;
 }
-void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, int head_tiles, float* S) {
-  opt::amx_scores(tiles(), K, rows, Qp, head_tiles, S);
+void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, int head_tiles, float* S,
+                  void (*step)(void*), void* step_arg) {
+  opt::amx_scores(tiles(), K, rows, Qp, head_tiles, S, step, step_arg);
 }
 void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
                   float* acc, int64_t groups, int head_tiles) {
@@ -43,10 +44,17 @@ void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
 }
 const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, &opt::pack_q, nullptr,
                                      nullptr};
+// The same kernel but for the driver's softmax steps, which it leaves to the driver.
+void scores_model_no_steps(const uint16_t* K, int64_t rows, const uint32_t* Qp, int head_tiles,
+                           float* S, void (*)(void*), void*) {
+  opt::amx_scores(tiles(), K, rows, Qp, head_tiles, S);
+}
+const opt::AttentionKernel kModelNoSteps = {&scores_model_no_steps, &values_model, nullptr,
+                                            &opt::pack_q, nullptr, nullptr};
 
 // Runs the driver with the emulated kernel on the case's views (validated by a reference call
 // of the public op first).
-void run_model(AttentionCase& c, int threads) {
+void run_model(AttentionCase& c, int threads, const opt::AttentionKernel& kernel = kModel) {
   c.clear_outputs();
   const AttentionCase::Views v = c.views();
   detail::SparseMlaAttentionArgs a{v.q, v.window_cache, c.window.P, v.window_slots,
@@ -56,7 +64,7 @@ void run_model(AttentionCase& c, int threads) {
   a.H = c.H;
   a.Nw = c.Nw;
   a.Nc = c.Nc;
-  opt::run_attention(a, detail::RunContext{true, threads}, &kModel);
+  opt::run_attention(a, detail::RunContext{true, threads}, &kernel);
 }
 
 TEST(AmxAttentionModel, TileShapesMatchTheConfiguration) {
@@ -263,6 +271,36 @@ TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {
       for (int d = 0; d < 512; ++d) ASSERT_EQ(c.out[static_cast<size_t>(40 * 512 + d)], 0x7FC0);
     }
   }
+}
+
+TEST(AmxAttentionModel, SoftmaxStepsBetweenTheProductsChangeNoBit) {
+  // The pipeline (a group's softmax stepped inside the next group's score products, a block's
+  // values after the next block's first scores) against the same kernel without steps, where
+  // each softmax runs whole after the products: the same bytes. Cases: the random one (an fp32
+  // window block for tokens 0 and 2, a NaN token), and the same with ordinary rows only (every
+  // block on the kernel), with 24 and 40 heads (one group, two), on 1 and 2 threads.
+  for (bool ordinary : {false, true})
+    for (int64_t H : {24, 40})
+      for (int threads : {1, 2}) {
+        auto make = [&] {
+          AttentionCase c = random_case(11, NopeDecode::exact);
+          if (ordinary)  // slots 7 (a scale byte of 5) and 9 (a NaN code) replaced
+            for (int64_t& slot : c.window_slots)
+              if (slot == 7 || slot == 9) slot = 20;
+          c.H = H;
+          return c;
+        };
+        AttentionCase piped = make(), whole = make();
+        tiles().dots = 0;
+        run_model(piped, threads);
+        if (threads == 1) {  // the tile units are per thread
+          EXPECT_GT(tiles().dots, 0);
+        }
+        run_model(whole, threads, kModelNoSteps);
+        EXPECT_EQ(piped.out, whole.out) << ordinary << " " << H << " " << threads;
+        ASSERT_EQ(std::memcmp(piped.lse.data(), whole.lse.data(), piped.lse.size() * 4), 0)
+            << ordinary << " " << H << " " << threads;
+      }
 }
 
 }  // namespace
