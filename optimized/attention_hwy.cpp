@@ -354,20 +354,20 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   // Where every group of a block runs on the kernel, the blocks form a pipeline: a group's
   // softmax runs its steps during the score products of the group after it (of the next block
   // for the last group), and a block's values run once the next block's first group has its
-  // scores. Blocks alternate between two Vp buffers, (block, group) items between two S and two
-  // runs. acc sees the same operations in the same order as without the pipeline.
+  // scores. Blocks alternate between two Vp buffers, (block, group) items between two S. acc
+  // sees the same operations in the same order as without the pipeline.
   const size_t vp_words = kMlaDim / 64 * kVpBlock;
-  SoftmaxRun runs[2];
-  SoftmaxRun* pending = nullptr;  // the softmax whose steps are left
-  int64_t due = -1, due_n = 0;    // the block whose kernel values are left, and its rows
+  SoftmaxRun run;
+  bool pending = false;  // run has steps left
+  int64_t due = -1;      // the block whose kernel values are left
   auto end_softmax = [&] {
-    if (pending) SoftmaxEnd(*pending);
-    pending = nullptr;
+    if (pending) SoftmaxEnd(run);
+    pending = false;
   };
-  // The kernel's values of block bb (nn rows), each run of consecutive groups in one call (the
-  // block's Vp read once for them); before the first block acc is +0, RN(+0·α) = +0: no alpha,
-  // no acc read.
-  auto kernel_values = [&](int64_t bb, int64_t nn) {
+  // The kernel's values of block bb, each run of consecutive groups in one call (the block's Vp
+  // read once for them); before the first block acc is +0, RN(+0·α) = +0: no alpha, no acc read.
+  auto kernel_values = [&](int64_t bb) {
+    const int64_t nn = blocks[bb + 1] - blocks[bb];
     for (int64_t g = 0; g < groups;) {
       int64_t e = g;
       while (e < groups && q_exact[e]) ++e;
@@ -379,7 +379,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     }
   };
   auto values_due = [&] {
-    if (due >= 0) kernel_values(due, due_n);
+    if (due >= 0) kernel_values(due);
     due = -1;
   };
   int64_t item = 0;
@@ -422,12 +422,12 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       if (rows_exact && q_exact[g]) {
         kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign,
                        qp + o * kDimPairs + h_lo, h_tiles, Sg + h_lo,
-                       pending ? &SoftmaxStep : nullptr, pending);
+                       pending ? &SoftmaxStep : nullptr, &run);
         end_softmax();
         if (g == 0) values_due();
-        pending = &runs[parity];
-        SoftmaxBegin(*pending, Sg + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh,
+        SoftmaxBegin(run, Sg + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh,
                      ppairs + g * kPpGroup + h_lo, vecs);
+        pending = true;
         continue;
       }
       end_softmax();
@@ -442,7 +442,6 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
             qt_g[d * kHeadBlock + i] = h0 + i < a.H ? bf16_to_f32(q[(h0 + i) * kMlaDim + d]) : 0.0f;
       }
       ScoresF32(rows, n, qt_g, Sg);
-      SoftmaxRun run;
       SoftmaxBegin(run, Sg + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh, nullptr, vecs);
       SoftmaxEnd(run);
       ValuesF32(Sg + h_lo, rows, n, alpha + oh, acc + oh * kAccRow,
@@ -450,10 +449,9 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     }
     if (!any_f32) {
       due = b;
-      due_n = n;
     } else if (any_bf16) {
       end_softmax();
-      kernel_values(b, n);
+      kernel_values(b);
     }
   }
   if (!nan_token) {
