@@ -128,15 +128,16 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
 }
 
 // DecodeBlock for blocks of bf16-exact rows (RowBf16Exact) when only the bf16 layouts are
-// wanted: the same krows and vpairs and the same result, computed on the codes in 16-bit lanes
-// (an AttentionKernel may bring its own: decode_bf16).
+// wanted: the same krows and vpairs and the same finiteness, computed on the codes in 16-bit lanes
+// (an AttentionKernel may bring its own: decode_bf16). Whether the rows are exact it finds on the
+// way (Bf16Decode::not_exact), so that the driver reads them once.
 // With every scale byte in [10, 246], a NoPE value is a normal bf16 whose bits are those of the
 // code's e4m3 value (bf16_of_code: E ≥ 1 rebiased by +120, E = 0 normalised; vllm: the rebiased
 // form for every code) with the tile's exponent s − 127 added; a vllm tile with byte 0 is +0.
 // So the only non-finite values are NaN codes (outside vllm +0 tiles) and non-finite RoPE values.
 #if HWY_TARGET != HWY_SCALAR
-bool DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
-                     bool vllm, uint16_t* krows, uint32_t* vpairs) {
+Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
+                           bool vllm, uint16_t* krows, uint32_t* vpairs) {
   const hn::ScalableTag<uint16_t> dw;
   const hn::Rebind<uint8_t, decltype(dw)> db;
   const hn::Half<decltype(dw)> dh;
@@ -145,16 +146,22 @@ bool DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* scales, i
   constexpr size_t kW = HWY_LANES(uint16_t);
   static_assert(kMlaTile % kW == 0, "a vector of codes lies in one tile");
   const VW mag_mask = hn::Set(dw, 0x7F), sign = hn::Set(dw, 0x8000), exponent = hn::Set(dw, 0x7F80);
-  VW bad = hn::Zero(dw);  // NaN codes, non-finite RoPE values
+  const VW mantissa = hn::Set(dw, 0x7F);
+  VW bad = hn::Zero(dw);        // NaN codes, non-finite RoPE values
+  VW subnormal = hn::Zero(dw);  // subnormal RoPE values
+  bool bytes_exact = true;      // every scale byte in [10, 246] (or 0 with vllm)
   auto decode = [&](const uint8_t* row, const uint8_t* bytes, size_t d) -> VW {
     if (d >= static_cast<size_t>(kMlaNope)) {
       uint16_t rope[kW];
       std::memcpy(rope, row + kMlaNope + 2 * (d - kMlaNope), sizeof rope);  // little-endian host
-      const VW v = hn::LoadU(dw, rope);
-      bad = hn::Or(bad, hn::VecFromMask(dw, hn::Eq(hn::And(v, exponent), exponent)));
+      const VW v = hn::LoadU(dw, rope), e = hn::And(v, exponent);
+      bad = hn::Or(bad, hn::VecFromMask(dw, hn::Eq(e, exponent)));
+      const auto sub = hn::And(hn::Eq(e, hn::Zero(dw)), hn::Ne(hn::And(v, mantissa), hn::Zero(dw)));
+      subnormal = hn::Or(subnormal, hn::VecFromMask(dw, sub));
       return v;
     }
     const uint8_t b = bytes[d / kMlaTile];
+    bytes_exact &= (b >= 10 && b <= 246) || (vllm && b == 0);
     if (vllm && b == 0) return hn::Zero(dw);
     const VW c = hn::PromoteTo(dw, hn::LoadU(db, row + d));
     const VW mag = hn::And(c, mag_mask);
@@ -192,7 +199,9 @@ bool DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* scales, i
     }
   }
   PadBf16Layouts(n, krows, vpairs);
-  return hn::AllFalse(dw, hn::Ne(bad, hn::Zero(dw)));
+  if (!bytes_exact || !hn::AllFalse(dw, hn::Ne(subnormal, hn::Zero(dw))))
+    return Bf16Decode::not_exact;
+  return hn::AllFalse(dw, hn::Ne(bad, hn::Zero(dw))) ? Bf16Decode::ok : Bf16Decode::not_finite;
 }
 #endif
 

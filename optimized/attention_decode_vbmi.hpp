@@ -7,7 +7,8 @@
 // the high table (every entry but a zero code outside vllm, which stays ±0); the sign is ORed into
 // the high byte (the sum stays below 2¹⁵, so the add may come after it) and the two bytes are
 // interleaved into words. A vllm tile with byte 0 is +0. NaN codes (outside those tiles) and
-// non-finite RoPE values make the result false.
+// non-finite RoPE values make the result not_finite; a scale byte outside [10, 246] (but 0 with
+// vllm) or a subnormal RoPE value not_exact.
 // property_tests/prop_attention_decode_hwy.cpp checks it against DecodeBlock; its target pragma
 // does not define __AVX512VBMI__, so it asks for it by DSV4CPU_VBMI_PIECES.
 #pragma once
@@ -49,8 +50,8 @@ struct PairTables<std::index_sequence<W...>> {
 };
 using Pairs = PairTables<std::make_index_sequence<32>>;
 
-inline bool decode_block_bf16_vbmi(const uint8_t* const* data, const uint8_t* const* scales,
-                                   int64_t n, bool vllm, uint16_t* krows, uint32_t* vpairs) {
+inline Bf16Decode decode_block_bf16_vbmi(const uint8_t* const* data, const uint8_t* const* scales,
+                                         int64_t n, bool vllm, uint16_t* krows, uint32_t* vpairs) {
   // [s − 127 odd]: the tables of the patterns and of the patterns + 2⁷.
   const uint8_t* const lo_table[2] = {
       vllm ? ByteTables<&bf16_of_code_vllm>::lo : ByteTables<&bf16_of_code>::lo,
@@ -64,18 +65,23 @@ inline bool decode_block_bf16_vbmi(const uint8_t* const* data, const uint8_t* co
   const __m512i pair0 = _mm512_load_si512(Pairs::half[0]);
   const __m512i pair1 = _mm512_load_si512(Pairs::half[1]);
   const __m512i sign = _mm512_set1_epi8(-0x80), exponent = _mm512_set1_epi16(0x7F80);
+  const __m512i mantissa = _mm512_set1_epi16(0x007F);
   __m512i nan = _mm512_setzero_si512();  // max of code | 0x80: 0xFF for a NaN code
-  __mmask32 rope_bad = 0;
+  __mmask32 rope_bad = 0, rope_subnormal = 0;
+  bool bytes_exact = true;
   // The 64 bf16 words of dims 64t .. 64t + 63 of one row (w[0]: the first 32).
   auto decode = [&](const uint8_t* row, const uint8_t* bytes, int t, __m512i* w) {
-    if (t == kMlaTiles) {  // RoPE: the bf16 values, exponent all ones flagged
+    if (t == kMlaTiles) {  // RoPE: the bf16 values, exponent all ones or subnormal flagged
       for (int h = 0; h < 2; ++h) {
         w[h] = _mm512_loadu_si512(row + kMlaNope + 64 * h);
         rope_bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(w[h], exponent), exponent);
+        rope_subnormal |= _mm512_mask_test_epi16_mask(_mm512_testn_epi16_mask(w[h], exponent),
+                                                      w[h], mantissa);
       }
       return;
     }
     const int b = bytes[t];
+    bytes_exact &= (b >= 10 && b <= 246) || (vllm && b == 0);
     if (vllm && b == 0) {
       w[0] = w[1] = _mm512_setzero_si512();
       return;
@@ -114,7 +120,10 @@ inline bool decode_block_bf16_vbmi(const uint8_t* const* data, const uint8_t* co
     }
   }
   PadBf16Layouts(n, krows, vpairs);
-  return rope_bad == 0 && _mm512_cmpeq_epi8_mask(nan, _mm512_set1_epi8(-1)) == 0;
+  if (!bytes_exact || rope_subnormal != 0) return Bf16Decode::not_exact;
+  return rope_bad == 0 && _mm512_cmpeq_epi8_mask(nan, _mm512_set1_epi8(-1)) == 0
+             ? Bf16Decode::ok
+             : Bf16Decode::not_finite;
 }
 
 }  // namespace

@@ -338,15 +338,16 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     }
   }
 
-  // q of the groups: for a kernel, packed in pairs where every value of the group is an exact
-  // normal bf16 (or zero); fp32 transposed on first use by the fp32 products (zero past H).
+  // q of the groups: for a kernel, packed in pairs, used where every value of the group is an
+  // exact normal bf16 (or zero); fp32 transposed on first use by the fp32 products (zero past H).
   const uint16_t* q = a.q.ptr<const uint16_t>() + t * a.q.stride(0);
-  bool q_exact[kMaxHeadGroups], qt_done[kMaxHeadGroups];
+  bool q_exact[kMaxHeadGroups], qt_done[kMaxHeadGroups], all_q_exact = kernel != nullptr;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t h0 = (g0 + g) * kHeadBlock, hn = std::min<int64_t>(kHeadBlock, a.H - h0);
     qt_done[g] = false;
-    q_exact[g] = kernel != nullptr && !HasSubnormalBf16(q + h0 * kMlaDim, hn * kMlaDim);
-    if (q_exact[g]) kernel->pack_q(q + h0 * kMlaDim, hn, qp + g * kHeadBlock * kDimPairs);
+    q_exact[g] = kernel != nullptr &&
+                 kernel->pack_q(q + h0 * kMlaDim, hn, qp + g * kHeadBlock * kDimPairs);
+    all_q_exact &= q_exact[g];
   }
 
   const bool vllm = a.nope_decode == NopeDecode::vllm;
@@ -387,25 +388,32 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   for (int64_t b = 0; b < nblocks && !nan_token; ++b) {
     const int64_t j0 = blocks[b], n = blocks[b + 1] - j0;
     if (b + 1 < nblocks) PrefetchRows(data, scales, blocks[b + 1], blocks[b + 2]);
-    bool rows_exact = kernel != nullptr;
-    for (int64_t j = j0; j < j0 + n && rows_exact; ++j)
-      rows_exact = RowBf16Exact(data[j], scales[j], vllm);
+    uint32_t* vp = vpairs + (b % 2) * vp_words;
+    // Where every group's q is exact, the block is decoded into the bf16 layouts alone, the
+    // decode finding whether its rows are exact; rows that are not (rare) are decoded again below.
+    bool rows_exact = false, decoded = false, finite = true;
+#if HWY_TARGET != HWY_SCALAR
+    if (all_q_exact) {
+      const Bf16Decode r =
+          kernel->decode_bf16 ? kernel->decode_bf16(data + j0, scales + j0, n, vllm, krows, vp)
+                              : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vp);
+      decoded = rows_exact = r != Bf16Decode::not_exact;
+      finite = r == Bf16Decode::ok;
+    } else
+#endif
+    if (kernel != nullptr) {
+      rows_exact = true;
+      for (int64_t j = j0; j < j0 + n && rows_exact; ++j)
+        rows_exact = RowBf16Exact(data[j], scales[j], vllm);
+    }
     bool any_bf16 = false, any_f32 = false;
     for (int64_t g = 0; g < groups; ++g) {
       any_bf16 |= rows_exact && q_exact[g];
       any_f32 |= !(rows_exact && q_exact[g]);
     }
-    uint32_t* vp = vpairs + (b % 2) * vp_words;
-#if HWY_TARGET != HWY_SCALAR
-    const bool finite = any_f32 ? DecodeBlock(data + j0, scales + j0, n, a.nope_decode, rows,
-                                              any_bf16 ? krows : nullptr, vp)
-                    : kernel->decode_bf16
-                        ? kernel->decode_bf16(data + j0, scales + j0, n, vllm, krows, vp)
-                        : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vp);
-#else
-    const bool finite = DecodeBlock(data + j0, scales + j0, n, a.nope_decode,
-                                    any_f32 ? rows : nullptr, any_bf16 ? krows : nullptr, vp);
-#endif
+    if (!decoded)
+      finite = DecodeBlock(data + j0, scales + j0, n, a.nope_decode, any_f32 ? rows : nullptr,
+                           any_bf16 ? krows : nullptr, vp);
     if (!finite) {
       nan_token = true;  // §2.6: every score of the token is non-finite
       break;

@@ -44,6 +44,11 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
 
 }  // namespace
 
+// What a decode of a block into the bf16 layouts found (DecodeBlockBf16): ok, the rows are
+// bf16-exact (RowBf16Exact) and finite; not_finite, exact with a NaN or infinite value (§2.6);
+// not_exact, a row is not bf16-exact, and the layouts are not the rows' values.
+enum class Bf16Decode : uint8_t { ok, not_finite, not_exact };
+
 // The bf16 matrix products of one block for one group of kHeadBlock heads. Layouts (bf16 values
 // as their 16-bit patterns, a pair as one 32-bit word with the first value in the low half):
 //   K   rows × 512 bf16, row-major, rows kKRow words apart: the block's rows (zero rows past the
@@ -74,11 +79,12 @@ struct AttentionKernel {
                  float* acc, int64_t groups, int tiles);
   // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result)
   // in the kernel's ISA; null: the Highway one.
-  bool (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
-                      bool vllm, uint16_t* krows, uint32_t* vpairs);
+  Bf16Decode (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
+                            bool vllm, uint16_t* krows, uint32_t* vpairs);
   // Qp of a group from its first head row q (rows of 512 bf16 one after the other), zero for the
   // heads from `heads` on: pack_q of optimized/attention_transpose.hpp in the kernel's ISA.
-  void (*pack_q)(const uint16_t* q, int64_t heads, uint32_t* Qp);
+  // Returns whether no q value read is a bf16 subnormal (else Qp is not used).
+  bool (*pack_q)(const uint16_t* q, int64_t heads, uint32_t* Qp);
   // Per-thread set-up and tear-down around a run of calls (AMX tile configuration); may be null.
   void (*thread_begin)();
   void (*thread_end)();

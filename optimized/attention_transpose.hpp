@@ -1,7 +1,8 @@
 // The 32-bit word transposes of the bf16 attention kernels (optimized/attention_kernel.hpp), with
 // AVX-512 F in the units built with it (the AMX and AVX-512-BF16 kernels) and plain loops
 // elsewhere (the tile-model tests):
-//   pack_q           q rows (bf16 pairs as words, 256 per head) into Qp;
+//   pack_q           q rows (bf16 pairs as words, 256 per head) into Qp, and the test for
+//                    subnormal q values;
 //   transpose_pairs  Pp (pairs × kHeadBlock words) into P[h][i], the AMX values' A layout.
 #pragma once
 #ifdef __AVX512F__
@@ -17,7 +18,8 @@ namespace dsv4cpu::detail::opt {
 namespace {  // internal linkage: compiled into units of different ISA flags
 
 // dst[k·dst_stride + r] = word k of source row r (rows src_stride words apart) for r, k < 16;
-// rows r ≥ valid are zero (and are not read).
+// rows r ≥ valid are zero (and are not read). With kSubnormal, returns whether a bf16 half of a
+// word read is a subnormal (exponent field 0, mantissa not 0); else false.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 sees the undefined pass-through operand of the unmasked shuffle intrinsics as
 // uninitialized.
@@ -25,13 +27,22 @@ namespace {  // internal linkage: compiled into units of different ISA flags
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
-inline void transpose_16x16(const void* src, int64_t src_stride, int64_t valid, uint32_t* dst,
+template <bool kSubnormal = false>
+inline bool transpose_16x16(const void* src, int64_t src_stride, int64_t valid, uint32_t* dst,
                             int64_t dst_stride) {
   // Source words by their address: q is bf16 data, read as words only through memcpy or loadu.
   auto row = [&](int64_t r) { return static_cast<const char*>(src) + 4 * r * src_stride; };
+  bool subnormal = false;
 #ifdef __AVX512F__
   __m512i r[16], t[16];
   for (int k = 0; k < 16; ++k) r[k] = k < valid ? _mm512_loadu_si512(row(k)) : _mm512_setzero_si512();
+  if constexpr (kSubnormal) {
+    const __m512i exponent = _mm512_set1_epi16(0x7F80), mantissa = _mm512_set1_epi16(0x007F);
+    __mmask32 sub = 0;
+    for (int k = 0; k < 16; ++k)
+      sub |= _mm512_mask_test_epi16_mask(_mm512_testn_epi16_mask(r[k], exponent), r[k], mantissa);
+    subnormal = sub != 0;
+  }
   for (int k = 0; k < 16; k += 2) {
     t[k] = _mm512_unpacklo_epi32(r[k], r[k + 1]);
     t[k + 1] = _mm512_unpackhi_epi32(r[k], r[k + 1]);
@@ -61,8 +72,11 @@ inline void transpose_16x16(const void* src, int64_t src_stride, int64_t valid, 
       uint32_t w = 0;
       if (r < valid) std::memcpy(&w, row(r) + 4 * k, 4);
       dst[k * dst_stride + r] = w;
+      for (const uint32_t half : {w & 0xFFFFu, w >> 16})
+        subnormal |= kSubnormal && (half & 0x7F80u) == 0 && (half & 0x007Fu) != 0;
     }
 #endif
+  return subnormal;
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -70,14 +84,17 @@ inline void transpose_16x16(const void* src, int64_t src_stride, int64_t valid, 
 
 // Qp (kDimPairs × kHeadBlock words, attention_kernel.hpp) of the group whose first head row is q
 // (rows of 512 bf16, one after the other): word p·kHeadBlock + h is the pair (q[h][2p],
-// q[h][2p + 1]) for h < heads, zero for heads ≤ h < kHeadBlock.
-inline void pack_q(const uint16_t* q, int64_t heads, uint32_t* Qp) {
+// q[h][2p + 1]) for h < heads, zero for heads ≤ h < kHeadBlock. Returns whether none of the
+// heads' values is a bf16 subnormal (the kernels' exactness test of q, read here once).
+inline bool pack_q(const uint16_t* q, int64_t heads, uint32_t* Qp) {
   static_assert(kMlaDim % 32 == 0 && kHeadBlock % 16 == 0, "16 × 16 word blocks");
+  bool subnormal = false;
   // A pair as a word: the first value in the low half, as in memory on a little-endian CPU.
   for (int64_t h0 = 0; h0 < kHeadBlock; h0 += 16)
     for (int64_t p0 = 0; p0 < kDimPairs; p0 += 16)
-      transpose_16x16(q + h0 * kMlaDim + 2 * p0, kDimPairs, heads - h0, Qp + p0 * kHeadBlock + h0,
-                      kHeadBlock);
+      subnormal |= transpose_16x16<true>(q + h0 * kMlaDim + 2 * p0, kDimPairs, heads - h0,
+                                         Qp + p0 * kHeadBlock + h0, kHeadBlock);
+  return !subnormal;
 }
 
 // P[h][i] = Pp[i·kHeadBlock + h] for the 16·steps pairs.

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "args/attention.hpp"
+#include "core/cpu.hpp"
 #include "core/parallel.hpp"
 #include "dsv4cpu/attention.hpp"
 #include "optimized/attention_amx.hpp"
@@ -212,12 +214,39 @@ TEST(AmxAttentionModel, PackQByHand) {
   for (int h = 0; h < 21; ++h)
     for (int d = 0; d < 512; ++d) q[h * 512 + d] = static_cast<uint16_t>(h * 512 + d);
   std::vector<uint32_t> Qp(opt::kDimPairs * opt::kHeadBlock, 0xDEADBEEFu);
-  opt::pack_q(q.data(), 21, Qp.data());
+  // Patterns 1 .. 127 (head 0) are bf16 subnormals.
+  EXPECT_FALSE(opt::pack_q(q.data(), 21, Qp.data()));
   for (int p = 0; p < opt::kDimPairs; ++p)
     for (int h = 0; h < 32; ++h) {
       const uint32_t lo = static_cast<uint32_t>(h * 512 + 2 * p);
       ASSERT_EQ(Qp[p * opt::kHeadBlock + h], h < 21 ? lo | (lo + 1) << 16 : 0u) << p << " " << h;
     }
+}
+
+// pack_q's test of q for subnormals: the plain loops here, and the AVX-512 code of each kernel
+// whose ISA the CPU has.
+TEST(AmxAttentionModel, PackQFindsSubnormals) {
+  // 21 heads of normal values and zeros of both signs, then a head of subnormals that is not read.
+  std::vector<uint16_t> q(22 * 512, 0x0001);
+  for (int i = 0; i < 21 * 512; ++i)
+    q[i] = i % 3 == 0 ? 0x8000 : i % 3 == 1 ? 0x0000 : static_cast<uint16_t>(0x0080 + i % 0x7F00);
+  std::vector<std::pair<const char*, bool (*)(const uint16_t*, int64_t, uint32_t*)>> packs = {
+      {"plain", &opt::pack_q}};
+  if (detail::isa_available(detail::Isa::avx512bf16))
+    packs.emplace_back("avx512bf16", opt::avx512bf16_attention_kernel().pack_q);
+  if (detail::isa_available(detail::Isa::amx))
+    packs.emplace_back("amx", opt::amx_attention_kernel().pack_q);
+  std::vector<uint32_t> Qp(opt::kDimPairs * opt::kHeadBlock);
+  for (const auto& [name, pack] : packs) {
+    EXPECT_TRUE(pack(q.data(), 21, Qp.data())) << name;
+    // One subnormal of either sign, in a low or high half of a word, anywhere in the 21 heads.
+    for (const int i : {0, 1, 511, 512 * 20 + 510, 512 * 20 + 511})
+      for (const uint16_t sub : {uint16_t{0x0001}, uint16_t{0x807F}, uint16_t{0x0040}}) {
+        std::vector<uint16_t> one = q;
+        one[i] = sub;
+        EXPECT_FALSE(pack(one.data(), 21, Qp.data())) << name << " " << i << " " << sub;
+      }
+  }
 }
 
 // A random case: T tokens over a window and a compressed set spanning several blocks, with -1
