@@ -229,7 +229,7 @@ TEST(AmxAttentionModel, PackQFindsSubnormals) {
   // 21 heads of normal values and zeros of both signs, then a head of subnormals that is not read.
   std::vector<uint16_t> q(22 * 512, 0x0001);
   for (int i = 0; i < 21 * 512; ++i)
-    q[i] = i % 3 == 0 ? 0x8000 : i % 3 == 1 ? 0x0000 : static_cast<uint16_t>(0x0080 + i % 0x7F00);
+    q[i] = static_cast<uint16_t>(i % 3 == 0 ? 0x8000 : i % 3 == 1 ? 0x0000 : 0x0080 + i % 0x7F00);
   std::vector<std::pair<const char*, bool (*)(const uint16_t*, int64_t, uint32_t*)>> packs = {
       {"plain", &opt::pack_q}};
   if (detail::isa_available(detail::Isa::avx512bf16))
