@@ -62,25 +62,28 @@ HWY_INLINE VF DecodeChunk(const uint8_t* data, const uint8_t* bytes, const float
   return vllm ? RoundBf16(v) : v;
 }
 
+// The lanes of v (bf16 patterns in 16-bit lanes) that are subnormals: exponent field 0,
+// mantissa not 0.
+template <class D16>
+HWY_INLINE hn::Mask<D16> SubnormalBf16(D16 d16, hn::Vec<D16> v) {
+  return hn::And(hn::Eq(hn::And(v, hn::Set(d16, 0x7F80)), hn::Zero(d16)),
+                 hn::Ne(hn::And(v, hn::Set(d16, 0x007F)), hn::Zero(d16)));
+}
+
 // Whether the n bf16 values hold a subnormal.
 bool HasSubnormalBf16(const uint16_t* x, size_t n) {
   const hn::ScalableTag<uint16_t> d16;
   using V16 = hn::Vec<decltype(d16)>;
   V16 any = hn::Zero(d16);
-  const V16 exponent = hn::Set(d16, 0x7F80), mantissa = hn::Set(d16, 0x007F);
-  for (size_t i = 0; i < n; i += hn::Lanes(d16)) {
-    const V16 v = hn::LoadU(d16, x + i);
-    const auto sub = hn::And(hn::Eq(hn::And(v, exponent), hn::Zero(d16)),
-                             hn::Ne(hn::And(v, mantissa), hn::Zero(d16)));
-    any = hn::Or(any, hn::VecFromMask(d16, sub));
-  }
+  for (size_t i = 0; i < n; i += hn::Lanes(d16))
+    any = hn::Or(any, hn::VecFromMask(d16, SubnormalBf16(d16, hn::LoadU(d16, x + i))));
   return !hn::AllTrue(d16, hn::Eq(any, hn::Zero(d16)));
 }
 
 // Whether a row's values are exact normal bf16 numbers (or zero) for the bf16 products.
 bool RowBf16Exact(const uint8_t* data, const uint8_t* bytes, bool vllm) {
   for (int k = 0; k < kMlaTiles; ++k)
-    if (!((bytes[k] >= 10 && bytes[k] <= 246) || (vllm && bytes[k] == 0))) return false;
+    if (!ScaleByteBf16Exact(bytes[k], vllm)) return false;
   uint16_t rope[kMlaRope];
   std::memcpy(rope, data + kMlaNope, sizeof rope);  // little-endian host
   return !HasSubnormalBf16(rope, kMlaRope);
@@ -146,7 +149,6 @@ Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* sca
   constexpr size_t kW = HWY_LANES(uint16_t);
   static_assert(kMlaTile % kW == 0, "a vector of codes lies in one tile");
   const VW mag_mask = hn::Set(dw, 0x7F), sign = hn::Set(dw, 0x8000), exponent = hn::Set(dw, 0x7F80);
-  const VW mantissa = hn::Set(dw, 0x7F);
   VW bad = hn::Zero(dw);        // NaN codes, non-finite RoPE values
   VW subnormal = hn::Zero(dw);  // subnormal RoPE values
   bool bytes_exact = true;      // every scale byte in [10, 246] (or 0 with vllm)
@@ -154,14 +156,13 @@ Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* sca
     if (d >= static_cast<size_t>(kMlaNope)) {
       uint16_t rope[kW];
       std::memcpy(rope, row + kMlaNope + 2 * (d - kMlaNope), sizeof rope);  // little-endian host
-      const VW v = hn::LoadU(dw, rope), e = hn::And(v, exponent);
-      bad = hn::Or(bad, hn::VecFromMask(dw, hn::Eq(e, exponent)));
-      const auto sub = hn::And(hn::Eq(e, hn::Zero(dw)), hn::Ne(hn::And(v, mantissa), hn::Zero(dw)));
-      subnormal = hn::Or(subnormal, hn::VecFromMask(dw, sub));
+      const VW v = hn::LoadU(dw, rope);
+      bad = hn::Or(bad, hn::VecFromMask(dw, hn::Eq(hn::And(v, exponent), exponent)));
+      subnormal = hn::Or(subnormal, hn::VecFromMask(dw, SubnormalBf16(dw, v)));
       return v;
     }
     const uint8_t b = bytes[d / kMlaTile];
-    bytes_exact &= (b >= 10 && b <= 246) || (vllm && b == 0);
+    bytes_exact &= ScaleByteBf16Exact(b, vllm);
     if (vllm && b == 0) return hn::Zero(dw);
     const VW c = hn::PromoteTo(dw, hn::LoadU(db, row + d));
     const VW mag = hn::And(c, mag_mask);

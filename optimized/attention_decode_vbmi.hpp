@@ -81,7 +81,7 @@ inline Bf16Decode decode_block_bf16_vbmi(const uint8_t* const* data, const uint8
       return;
     }
     const int b = bytes[t];
-    bytes_exact &= (b >= 10 && b <= 246) || (vllm && b == 0);
+    bytes_exact &= ScaleByteBf16Exact(b, vllm);
     if (vllm && b == 0) {
       w[0] = w[1] = _mm512_setzero_si512();
       return;

@@ -29,6 +29,12 @@ inline constexpr int64_t kKRow = kMlaDim + 32, kAccRow = kMlaDim + 16;
 
 namespace {  // internal linkage: compiled into units of different ISA flags
 
+// Whether a tile's scale byte b keeps its NoPE values exact normal bf16 numbers for the bf16
+// products (attention_hwy.cpp): b in [10, 246], or 0 with nope_decode = vllm (a +0 tile).
+inline bool ScaleByteBf16Exact(int b, bool vllm) {
+  return (b >= 10 && b <= 246) || (vllm && b == 0);
+}
+
 // Zero bf16 rows after the n rows (and the pad row of an odd n) up to a multiple of kRowAlign, and
 // zero row pairs up to a multiple of 16 pairs.
 inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
