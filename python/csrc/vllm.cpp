@@ -2,9 +2,9 @@
 // (python/dsv4cpu/vllm.py): a C++ kernel registered on vLLM's own operator (torch.ops._C.<name>,
 // CPU) reads vLLM's arguments from the stack, calls the library at vLLM's option values and leaves
 // vLLM's results. An engine's call then costs torch's dispatch and the library's work, as vLLM's
-// own kernel does, where a Python kernel adds its interpreter, the wrapper's binding and a second
-// dispatch (docs/vllm.md, "How"). The plugin serves the other three operators in Python (logits,
-// top-k, attention: calls of 100 µs and more, their outputs allocated by the op's wrapper).
+// own kernel does, where a Python kernel would add its interpreter, the wrapper's binding and a
+// second dispatch (docs/vllm.md, "How"). Outputs vLLM does not pass are allocated here by the
+// op's wrapper's rule (allocate_output).
 //
 // Bad input raises the typed dsv4cpu error, as the Python path does: the kernel hands the message
 // to _dsv4cpu::_raise_error, whose kernel is the package's Python (registered by the plugin),
@@ -167,6 +167,68 @@ at::Tensor serve_fused_qnorm_rope_kv_insert(Args a) {
   return q_out.tensor;
 }
 
+// fp8_paged_mqa_logits_cpu(Tensor q_fp8, Tensor kvcache_fp8, Tensor weight, Tensor seq_lens,
+//     Tensor page_table, int block_size, int max_seq_len) -> Tensor: logits (F32 [rows of q_fp8,
+//     max_seq_len], the rows counted as the op's wrapper counts them) allocated here.
+at::Tensor serve_fp8_paged_mqa_logits(Args a) {
+  constexpr const char* op = "fp8_paged_mqa_logits";
+  const at::Tensor& q_tensor = a[0].toTensor();
+  const int64_t rows = q_tensor.dim() == 4   ? q_tensor.size(0) * q_tensor.size(1)
+                       : q_tensor.dim() > 0 ? q_tensor.size(0)
+                                            : 0;
+  const std::vector<int64_t> shape = {rows, a[6].toInt()};
+  const Allocated logits = allocate_output(shape, q_tensor.options().dtype(at::kFloat));
+  const MutableTensorView q_fp8 = view(a[0], op, "q_fp8", true),
+                          kv_cache = view(a[1], op, "kv_cache"), weights = view(a[2], op, "weights"),
+                          seq_lens = view(a[3], op, "seq_lens"),
+                          page_table = view(a[4], op, "page_table");
+  fp8_paged_mqa_logits(q_fp8, kv_cache, weights, seq_lens, page_table, a[5].toInt(), a[6].toInt(),
+                       view_of(logits.tensor, false, op, "logits"), 1, vllm_options());
+  if (!logits.fits) raise_unallocatable(op, "logits", shape);
+  return logits.tensor;
+}
+
+// topk_transform_512_cpu(Tensor scores, Tensor seq_lens, Tensor page_tables,
+//     Tensor(a!) out_page_indices, int page_size, Tensor(b!)? out_raw_indices) -> (): vLLM's mode
+//     is "vllm" (dsv4cpu.vllm.OPTIONS); dsv4cpu always writes raw_indices, allocated here (I32
+//     [B, 512]) when vLLM passes none.
+at::Tensor serve_topk_transform_512(Args a) {
+  constexpr const char* op = "topk_transform_512";
+  Allocated raw{a[5].isNone() ? at::Tensor() : a[5].toTensor(), true};
+  std::vector<int64_t> shape;
+  if (!raw.tensor.defined()) {
+    const at::Tensor& scores = a[0].toTensor();
+    shape = {scores.dim() > 0 ? scores.size(0) : 0, 512};
+    raw = allocate_output(shape, scores.options().dtype(at::kInt));
+  }
+  const MutableTensorView scores = view(a[0], op, "scores"), seq_lens = view(a[1], op, "seq_lens"),
+                          page_table = view(a[2], op, "page_table");
+  topk_transform_512(scores, seq_lens, page_table, a[4].toInt(), TopkMode::vllm,
+                     view_of(raw.tensor, false, op, "raw_indices"),
+                     view(a[3], op, "page_indices"), vllm_options());
+  if (!raw.fits) raise_unallocatable(op, "raw_indices", shape);
+  return {};
+}
+
+// flash_mla_with_kvcache_cpu(Tensor(a!) out, Tensor q, Tensor window_cache_2d,
+//     Tensor window_slots, int window_block_size, Tensor compressed_cache_2d,
+//     Tensor compressed_slots, int compressed_block_size, Tensor attn_sink, float scale) -> ():
+//     vLLM's nope_decode is "vllm" (dsv4cpu.vllm.OPTIONS); scale is rounded once to fp32, as by
+//     the op's own binding. The views in the dsv4cpu op's argument order.
+at::Tensor serve_sparse_mla_attention(Args a) {
+  constexpr const char* op = "sparse_mla_attention";
+  const MutableTensorView q = view(a[1], op, "q"), window_cache = view(a[2], op, "window_cache"),
+                          window_slots = view(a[3], op, "window_slots"),
+                          compressed_cache = view(a[5], op, "compressed_cache"),
+                          compressed_slots = view(a[6], op, "compressed_slots"),
+                          attn_sink = view(a[8], op, "attn_sink");
+  const MutableTensorView out = view(a[0], op, "out");
+  sparse_mla_attention(q, window_cache, a[4].toInt(), window_slots, compressed_cache, a[7].toInt(),
+                       compressed_slots, attn_sink, static_cast<float>(a[9].toDouble()),
+                       NopeDecode::vllm, out, {}, vllm_options());
+  return {};
+}
+
 struct NativeOp {
   const char* name;  // vLLM's operator
   size_t arguments;  // in vLLM's schema
@@ -180,6 +242,9 @@ constexpr NativeOp kNativeOps[] = {
     {"fused_indexer_q_rope_quant_cpu", 8, &serve_fused_indexer_q_rope_quant},
     {"fused_qnorm_rope_kv_insert_cpu", 9, &serve_fused_qnorm_rope_kv_insert},
     {"inverse_gptj_rope_o_proj_cpu", 4, &serve_inverse_gptj_rope_o_proj},
+    {"fp8_paged_mqa_logits_cpu", 7, &serve_fp8_paged_mqa_logits},
+    {"topk_transform_512_cpu", 6, &serve_topk_transform_512},
+    {"flash_mla_with_kvcache_cpu", 10, &serve_sparse_mla_attention},
 };
 constexpr size_t kNativeCount = sizeof(kNativeOps) / sizeof(kNativeOps[0]);
 

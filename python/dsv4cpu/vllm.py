@@ -15,12 +15,10 @@ indexer compressor's clamp-amax rule (``scale_clamp``), the heap order of its to
 input raises dsv4cpu's typed errors (:mod:`dsv4cpu.errors`) to vLLM's caller, before anything is
 written.
 
-Six of them (:data:`NATIVE`: ``save_partial_states_cpu``, the two compress operators,
-``fused_indexer_q_rope_quant_cpu``, ``fused_qnorm_rope_kv_insert_cpu`` and
-``inverse_gptj_rope_o_proj_cpu``, the small calls of a decode step) are served by C++ kernels of
-dsv4cpu's extension, with no Python on the call's path: a call costs what vLLM's own kernel's
-dispatch costs. The other three (logits, top-k, attention: calls of 100 µs and more) go through a
-Python kernel, which calls the op's wrapper.
+Each is served by a C++ kernel of dsv4cpu's extension (:data:`NATIVE`), with no Python on the
+call's path: a call costs what vLLM's own kernel's dispatch costs. Outputs vLLM does not pass
+(the logits, the top-k's raw indices, the insert's ``q_out``, the inverse RoPE's ``out``) are
+allocated there by the op's wrapper's rule.
 
 An operator stays vLLM's when this process has no such operator (vLLM's kernels come only with
 its AVX-512-BF16 build), when its schema is not the one in :data:`OPS` (another vLLM version), or
@@ -46,8 +44,9 @@ from ._wrappers import WRAPPERS
 #: The torch namespace of vLLM's extension.
 NAMESPACE = "_C"
 #: The option values vLLM's kernels have, by dsv4cpu op. The C++ kernels of NATIVE pass the same
-#: values (python/csrc/vllm.cpp: the compress ops' scale_clamp, the insert's scale_clamp and
-#: fp8_subnormals); the plugin's tests compare their bytes with the op's at these values.
+#: values (python/csrc/vllm.cpp: the compress ops' scale_clamp, the top-k's mode, the insert's
+#: scale_clamp and fp8_subnormals, the attention's nope_decode); the plugin's tests compare their
+#: bytes with the op's at these values.
 OPTIONS = {
     "compress_norm_rope_store": {"scale_clamp": "cpu"},
     "compress_norm_rope_store_indexer": {"scale_clamp": "gpu"},
@@ -57,94 +56,64 @@ OPTIONS = {
 }
 
 
-def _call(op, **arguments):
-    """The dsv4cpu op by its wrapper (outputs not given are allocated) at vLLM's options."""
-    return WRAPPERS[op](**arguments, **OPTIONS.get(op, {}))
-
-
-def _fp8_paged_mqa_logits(q_fp8, kvcache_fp8, weight, seq_lens, page_table, block_size,
-                          max_seq_len):
-    return _call("fp8_paged_mqa_logits", q_fp8=q_fp8, kv_cache=kvcache_fp8, weights=weight,
-                 seq_lens=seq_lens, page_table=page_table, block_size=block_size,
-                 max_seq_len=max_seq_len)
-
-
-def _topk_transform_512(scores, seq_lens, page_tables, out_page_indices, page_size,
-                        out_raw_indices):
-    # dsv4cpu always writes raw_indices: allocated when vLLM does not ask for them.
-    _call("topk_transform_512", scores=scores, seq_lens=seq_lens, page_table=page_tables,
-          page_size=page_size, raw_indices=out_raw_indices, page_indices=out_page_indices)
-
-
-def _flash_mla_with_kvcache(out, q, window_cache_2d, window_slots, window_block_size,
-                            compressed_cache_2d, compressed_slots, compressed_block_size,
-                            attn_sink, scale):
-    _call("sparse_mla_attention", q=q, window_cache=window_cache_2d,
-          window_block_size=window_block_size, window_slots=window_slots,
-          compressed_cache=compressed_cache_2d, compressed_block_size=compressed_block_size,
-          compressed_slots=compressed_slots, attn_sink=attn_sink, scale=scale, out=out)
-
-
-#: vLLM's operator name -> (the dsv4cpu op serving it, vLLM 0.32.0's schema, the Python kernel;
-#: None for the operators of NATIVE, served by C++ kernels).
+#: vLLM's operator name -> (the dsv4cpu op serving it, vLLM 0.32.0's schema).
 OPS = {
     "save_partial_states_cpu": (
         "save_partial_states",
         "save_partial_states_cpu(Tensor kv, Tensor score, Tensor ape, Tensor positions, "
-        "Tensor(a!) state_cache, Tensor slot_mapping) -> ()", None),
+        "Tensor(a!) state_cache, Tensor slot_mapping) -> ()"),
     "compress_norm_rope_store_cpu": (
         "compress_norm_rope_store",
         "compress_norm_rope_store_cpu(Tensor state_cache, Tensor gather_slots, Tensor positions, "
         "Tensor kv_slot_mapping, Tensor rms_norm_weight, float rms_norm_eps, "
         "Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size, "
-        "int compress_ratio) -> ()", None),
+        "int compress_ratio) -> ()"),
     "compress_norm_rope_store_indexer_cpu": (
         "compress_norm_rope_store_indexer",
         "compress_norm_rope_store_indexer_cpu(Tensor state_cache, Tensor gather_slots, "
         "Tensor positions, Tensor kv_slot_mapping, Tensor rms_norm_weight, float rms_norm_eps, "
         "Tensor cos_sin_cache, Tensor(a!) kv_cache_2d, int kv_cache_block_size, "
-        "int compress_ratio) -> ()", None),
+        "int compress_ratio) -> ()"),
     "fused_indexer_q_rope_quant_cpu": (
         "fused_indexer_q_rope_quant",
         "fused_indexer_q_rope_quant_cpu(Tensor positions, Tensor index_q, "
         "Tensor index_q_cos_sin_cache, Tensor(a!) index_q_fp8, Tensor index_weights, "
         "float index_weights_softmax_scale, float index_weights_head_scale, "
-        "Tensor(b!) index_weights_out) -> ()", None),
+        "Tensor(b!) index_weights_out) -> ()"),
     "fp8_paged_mqa_logits_cpu": (
         "fp8_paged_mqa_logits",
         "fp8_paged_mqa_logits_cpu(Tensor q_fp8, Tensor kvcache_fp8, Tensor weight, "
-        "Tensor seq_lens, Tensor page_table, int block_size, int max_seq_len) -> Tensor",
-        _fp8_paged_mqa_logits),
+        "Tensor seq_lens, Tensor page_table, int block_size, int max_seq_len) -> Tensor"),
     "topk_transform_512_cpu": (
         "topk_transform_512",
         "topk_transform_512_cpu(Tensor scores, Tensor seq_lens, Tensor page_tables, "
-        "Tensor(a!) out_page_indices, int page_size, Tensor(b!)? out_raw_indices) -> ()",
-        _topk_transform_512),
+        "Tensor(a!) out_page_indices, int page_size, Tensor(b!)? out_raw_indices) -> ()"),
     "fused_qnorm_rope_kv_insert_cpu": (
         "fused_qnorm_rope_kv_insert",
         "fused_qnorm_rope_kv_insert_cpu(Tensor q, Tensor kv, Tensor positions, "
         "Tensor(a!) swa_kv_cache_2d, Tensor slot_mapping, Tensor cos_sin_cache, "
-        "int q_head_padded, float eps, int cache_block_size) -> Tensor", None),
+        "int q_head_padded, float eps, int cache_block_size) -> Tensor"),
     "flash_mla_with_kvcache_cpu": (
         "sparse_mla_attention",
         "flash_mla_with_kvcache_cpu(Tensor(a!) out, Tensor q, Tensor window_cache_2d, "
         "Tensor window_slots, int window_block_size, Tensor compressed_cache_2d, "
         "Tensor compressed_slots, int compressed_block_size, Tensor attn_sink, float scale) "
-        "-> ()", _flash_mla_with_kvcache),
+        "-> ()"),
     "inverse_gptj_rope_o_proj_cpu": (
         "inverse_gptj_rope_o_proj",
         "inverse_gptj_rope_o_proj_cpu(Tensor o, Tensor positions, Tensor cos_sin_cache, "
-        "int rope_dim) -> Tensor", None),
+        "int rope_dim) -> Tensor"),
 }
 
-#: vLLM's operators served by C++ kernels of the extension (python/csrc/vllm.cpp).
+#: vLLM's operators this build's extension has a C++ kernel for (python/csrc/vllm.cpp).
 NATIVE = frozenset(json.loads(tools._vllm_natives()))
 
 _log = logging.getLogger(__name__)
 _library = None
 _served = set()
 _passed = set()
-_counts = collections.defaultdict(lambda: {"dsv4cpu": 0, "vllm": 0})
+#: Calls passed through to vLLM's kernel, by operator.
+_passes = collections.Counter()
 #: The native kernels' counts (they count from the start of the process) at the last reset.
 _native_base = collections.Counter()
 
@@ -165,8 +134,9 @@ def _native_counts():
 
 
 def implemented(name):
-    """True when this dsv4cpu build has the op serving vLLM's operator ``name``."""
-    return OPS[name][0] in FP8_ARGUMENTS and OPS[name][0] in WRAPPERS
+    """True when this dsv4cpu build has the op serving vLLM's operator ``name`` and its C++
+    kernel for that operator."""
+    return OPS[name][0] in FP8_ARGUMENTS and OPS[name][0] in WRAPPERS and name in NATIVE
 
 
 def _has_cpu_kernel(name):
@@ -205,20 +175,11 @@ def _load_vllm_kernels():
         import_kernels()
 
 
-def _serving(name):
-    kernel = OPS[name][2]
-
-    def serve(*args):
-        _counts[name]["dsv4cpu"] += 1
-        return kernel(*args)
-    return serve
-
-
 def _passing(name, vllm_kernel):
     keys = torch._C.DispatchKeySet("CPU")
 
     def pass_on(*args):
-        _counts[name]["vllm"] += 1
+        _passes[name] += 1
         return vllm_kernel.call_boxed(keys, *args)
     return pass_on
 
@@ -248,10 +209,7 @@ def install(ops=None):
             if not vllms(name):
                 continue
             if name in chosen and implemented(name):
-                if name in NATIVE:
-                    tools._vllm_serve(name)
-                else:
-                    library.impl(name, _serving(name), "CPU")
+                tools._vllm_serve(name)
                 _served.add(name)
             elif capture is not None:
                 library.impl(name, _passing(name, capture(f"{NAMESPACE}::{name}", "CPU")), "CPU")
@@ -289,15 +247,14 @@ def counts():
     to vLLM's kernel; ``"vllm"`` is None for an operator whose calls the plugin does not see now
     (not installed, or left untouched)."""
     native = _native_counts()
-    return {name: {"dsv4cpu": _counts[name]["dsv4cpu"] + native.get(name, 0) - _native_base[name],
-                   "vllm": _counts[name]["vllm"] if name in _passed or _counts[name]["vllm"]
-                   else None}
+    return {name: {"dsv4cpu": native.get(name, 0) - _native_base[name],
+                   "vllm": _passes[name] if name in _passed or _passes[name] else None}
             for name in OPS}
 
 
 def reset_counts():
     """Sets every count to zero."""
-    _counts.clear()
+    _passes.clear()
     _native_base.clear()
     _native_base.update(_native_counts())
 

@@ -41,7 +41,7 @@ def _define_stand_ins():
     """vLLM's operators with their schemas; each CPU kernel is registered on the library handle,
     as TORCH_LIBRARY in C++ does (torch.library's Python records only its own registrations)."""
     library = torch.library.Library("_C", "DEF")
-    for name, (_, schema, _) in vllm.OPS.items():
+    for name, (_, schema) in vllm.OPS.items():
         library.define(schema)
         try:
             library.m.impl(name, "CPU", _stand_in(name), False)  # torch 2: with_keyset
@@ -51,7 +51,7 @@ def _define_stand_ins():
 
 
 STAND_INS = _define_stand_ins()
-BY_OP = {op: name for name, (op, _, _) in vllm.OPS.items()}
+BY_OP = {op: name for name, (op, _) in vllm.OPS.items()}
 CASES = collections.defaultdict(list)
 for _path, _id in fixture_files(FIXTURES):
     _fixture = fixtures.load(_path)
@@ -175,25 +175,17 @@ def test_install_is_idempotent_and_uninstall_restores(installed):
     assert vllm.install() == installed
 
 
-def test_native_operators_run_the_extensions_kernels_and_reset_counts(installed):
-    """The operators of NATIVE are served by C++ kernels (their counter is the extension's, the
-    Python kernel never runs); the others by the plugin's Python kernel. reset_counts zeroes
-    both kinds."""
-    assert vllm.NATIVE == {"save_partial_states_cpu", "compress_norm_rope_store_cpu",
-                           "compress_norm_rope_store_indexer_cpu",
-                           "fused_indexer_q_rope_quant_cpu", "fused_qnorm_rope_kv_insert_cpu",
-                           "inverse_gptj_rope_o_proj_cpu"}
+def test_every_operator_runs_the_extensions_kernel_and_reset_counts(installed):
+    """Every operator of OPS is served by a C++ kernel of the extension (NATIVE: its counter
+    counts the call, the stand-in never runs). reset_counts zeroes the counts."""
+    assert vllm.NATIVE == set(vllm.OPS)
     for name in sorted(vllm.OPS):
         if name not in installed:
             continue
-        native, python = json.loads(tools._vllm_counts()), vllm._counts[name]["dsv4cpu"]
+        native = json.loads(tools._vllm_counts())
         through_vllm(first_case(name))
         after = json.loads(tools._vllm_counts())
-        if name in vllm.NATIVE:
-            assert (after[name], vllm._counts[name]["dsv4cpu"]) == (native[name] + 1, python)
-        else:
-            assert vllm._counts[name]["dsv4cpu"] == python + 1
-            assert after == native
+        assert after == {**native, name: native[name] + 1}
     vllm.reset_counts()
     assert all(c["dsv4cpu"] == 0 for c in vllm.counts().values())
     name = "inverse_gptj_rope_o_proj_cpu"
@@ -201,24 +193,53 @@ def test_native_operators_run_the_extensions_kernels_and_reset_counts(installed)
     assert vllm.counts()[name]["dsv4cpu"] == 1
 
 
-@pytest.mark.parametrize("q_head_padded", [-1, 1 << 40])
-def test_an_insert_q_out_that_cannot_be_allocated_raises_the_wrappers_error(installed,
-                                                                             q_head_padded):
-    """The insert's C++ kernel allocates q_out [T, q_head_padded, 512] by the wrapper's rule: a
-    negative extent, or more bytes than the machine has, raises what dsv4cpu's wrapper raises."""
-    name, op = "fused_qnorm_rope_kv_insert_cpu", "fused_qnorm_rope_kv_insert"
+@pytest.mark.parametrize("extent", [-1, 1 << 40])
+@pytest.mark.parametrize("name, argument, output", [
+    ("fused_qnorm_rope_kv_insert_cpu", "q_head_padded", "q_out"),
+    ("fp8_paged_mqa_logits_cpu", "max_seq_len", "logits")])
+def test_an_output_that_cannot_be_allocated_raises_the_wrappers_error(installed, name, argument,
+                                                                      output, extent):
+    """The C++ kernels allocate the insert's q_out [T, q_head_padded, 512] and the logits
+    [B·next_n, max_seq_len] by the wrapper's rule: a negative extent, or more bytes than the
+    machine has, raises what dsv4cpu's wrapper raises."""
     _require(name)
+    op = vllm.OPS[name][0]
     fixture = first_case(name)
     call = conformance.Call(fixture, conformance.parameters_of(getattr(ops, op)), False, set())
-    call.arguments["q_head_padded"] = q_head_padded
+    call.arguments[argument] = extent
     with pytest.raises(dsv4cpu.Error) as got:
         vllm_adapters.ADAPTERS[op](getattr(torch.ops._C, name), call.arguments, fixture)
-    arguments = {k: v for k, v in call.arguments.items() if k != "q_out"}
+    arguments = {k: v for k, v in call.arguments.items() if k != output}
     with pytest.raises(dsv4cpu.Error) as want:
-        getattr(dsv4cpu, op)(**{**arguments, **VLLM_OPTIONS[op]})
+        getattr(dsv4cpu, op)(**{**arguments, **VLLM_OPTIONS.get(op, {})})
     fields = ("kind", "op", "argument", "index", "value")
     assert [getattr(got.value, f) for f in fields] == [getattr(want.value, f) for f in fields]
     assert str(got.value) == str(want.value)
+
+
+def test_a_topk_call_without_raw_indices_gives_the_same_page_indices(installed):
+    """vLLM may pass no out_raw_indices; the top-k's C++ kernel then allocates them (dsv4cpu
+    always writes them) and writes the same page indices as with them."""
+    name = "topk_transform_512_cpu"
+    _require(name)
+    kernel = getattr(torch.ops._C, name)
+    served = 0
+    for fixture in CASES["topk_transform_512"]:
+        if fixture.expected_error:
+            continue
+        call = conformance.Call(fixture, conformance.parameters_of(ops.topk_transform_512), False,
+                                set())
+        a = call.arguments
+        if a.get("page_table") is None:
+            continue
+        rows = a["scores"].shape[0]
+        pages = [torch.full((rows, 512), -7, dtype=torch.int32) for _ in range(2)]
+        raw = torch.empty(rows, 512, dtype=torch.int32)
+        kernel(a["scores"], a["seq_lens"], a["page_table"], pages[0], int(a["page_size"]), raw)
+        kernel(a["scores"], a["seq_lens"], a["page_table"], pages[1], int(a["page_size"]), None)
+        assert fixtures.same_bytes(pages[1], pages[0]), fixture.path
+        served += 1
+    assert served > 0, "no embedded top-k fixture has a page table"
 
 
 def test_ops_not_chosen_stay_vllms_and_are_counted_where_torch_passes_them_on():
@@ -242,8 +263,8 @@ def test_ops_not_chosen_stay_vllms_and_are_counted_where_torch_passes_them_on():
 def test_an_operator_with_another_schema_stays_vllms(monkeypatch):
     vllm.uninstall()
     name = "save_partial_states_cpu"
-    op, _, kernel = vllm.OPS[name]
-    monkeypatch.setitem(vllm.OPS, name, (op, f"{name}(Tensor kv) -> ()", kernel))
+    op, _ = vllm.OPS[name]
+    monkeypatch.setitem(vllm.OPS, name, (op, f"{name}(Tensor kv) -> ()"))
     try:
         assert name not in vllm.install()
         stand_in = STAND_IN_CALLS[name]
@@ -282,9 +303,8 @@ def test_an_operator_nobody_defined_is_skipped(monkeypatch):
     """vLLM's engine process loads its plugins before its kernels: there, torch 2 raises for an
     operator no library defined; install() must leave it out, not fail the engine."""
     vllm.uninstall()
-    op, schema, kernel = vllm.OPS["save_partial_states_cpu"]
-    monkeypatch.setitem(vllm.OPS, "not_defined_cpu", (op, "not_defined_cpu(Tensor kv) -> ()",
-                                                      kernel))
+    op, _ = vllm.OPS["save_partial_states_cpu"]
+    monkeypatch.setitem(vllm.OPS, "not_defined_cpu", (op, "not_defined_cpu(Tensor kv) -> ()"))
     try:
         assert not vllm.vllms("not_defined_cpu")
         assert "not_defined_cpu" not in vllm.install()

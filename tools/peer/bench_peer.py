@@ -11,8 +11,7 @@ The ratio is vLLM's median time over dsv4cpu's (above 1: dsv4cpu is faster), per
 Both run in this process on torch's thread pool size (vLLM: at::parallel_for; dsv4cpu:
 ``num_threads`` None) and are called positionally, as an engine calls them. One more run
 ("plugin") calls vLLM's own operator with the vLLM plugin installed for it: the path of a vLLM
-engine with dsv4cpu switched on (C++ kernels for ``dsv4cpu.vllm.NATIVE``, Python kernels for the
-other operators).
+engine with dsv4cpu switched on (a C++ kernel for each operator, ``dsv4cpu.vllm.NATIVE``).
 """
 import argparse
 import contextlib
