@@ -59,6 +59,13 @@ for _path, _id in fixture_files(FIXTURES):
         CASES[_fixture.op].append(_fixture)
 
 
+@pytest.fixture(autouse=True)
+def _no_vllm_kernels(monkeypatch):
+    """The stand-ins are this process's vLLM operators: where vLLM is installed, install() must
+    not import its extension, which would define the same operators again (torch aborts)."""
+    monkeypatch.setattr(vllm, "_load_vllm_kernels", lambda: None)
+
+
 @pytest.fixture
 def installed():
     vllm.uninstall()
