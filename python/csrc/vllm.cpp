@@ -194,13 +194,11 @@ at::Tensor serve_fp8_paged_mqa_logits(Args a) {
 //     [B, 512]) when vLLM passes none.
 at::Tensor serve_topk_transform_512(Args a) {
   constexpr const char* op = "topk_transform_512";
-  Allocated raw{a[5].isNone() ? at::Tensor() : a[5].toTensor(), true};
-  std::vector<int64_t> shape;
-  if (!raw.tensor.defined()) {
-    const at::Tensor& scores = a[0].toTensor();
-    shape = {scores.dim() > 0 ? scores.size(0) : 0, 512};
-    raw = allocate_output(shape, scores.options().dtype(at::kInt));
-  }
+  const at::Tensor& scores_tensor = a[0].toTensor();
+  const std::vector<int64_t> shape = {scores_tensor.dim() > 0 ? scores_tensor.size(0) : 0, 512};
+  const Allocated raw = a[5].isNone()
+                            ? allocate_output(shape, scores_tensor.options().dtype(at::kInt))
+                            : Allocated{a[5].toTensor(), true};
   const MutableTensorView scores = view(a[0], op, "scores"), seq_lens = view(a[1], op, "seq_lens"),
                           page_table = view(a[2], op, "page_table");
   topk_transform_512(scores, seq_lens, page_table, a[4].toInt(), TopkMode::vllm,
