@@ -9,7 +9,8 @@
 namespace {
 
 // Each compute roof where a run of its target is listed: amx_roof where the amx variants run,
-// avx512bf16_roof and avx3_roof where a run of AVX512_BF16 or of an AVX3 target is.
+// avx512bf16_roof, avx3_roof and avx2_roof where a run of AVX512_BF16, of an AVX3 target or of
+// AVX2 is.
 void register_compute_roofs() {
   using dsv4cpu::bench::BenchRun;
   struct Roof {
@@ -23,6 +24,7 @@ void register_compute_roofs() {
        [](const std::string& t) { return t == "AVX512_BF16"; }},
       {"avx3_roof", &dsv4cpu::bench::avx3_roof,
        [](const std::string& t) { return t.rfind("AVX3", 0) == 0; }},
+      {"avx2_roof", &dsv4cpu::bench::avx2_roof, [](const std::string& t) { return t == "AVX2"; }},
   };
   const std::vector<BenchRun> runs = dsv4cpu::bench::benchmark_runs();
   for (const Roof& roof : roofs)

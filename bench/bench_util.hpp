@@ -95,13 +95,15 @@ void register_rooflines();
 void set_flop_counters(benchmark::State& state, double flops, double peak_flops);
 // The compute roofs, measured: amx_roof (bench_roof_amx.cpp, TDPBF16PS on resident tiles),
 // avx512bf16_roof and avx3_roof (bench_roof_vector.cpp, VDPBF16PS and VFMADD231PS on zmm
-// registers); bench_main.cpp registers each where a run of its target is listed.
+// registers), avx2_roof (VFMADD231PS on ymm registers); bench_main.cpp registers each where a run
+// of its target is listed.
 void amx_roof(benchmark::State& state);
 // The AMX unit's rate now, FLOP/s: amx_roof's products, 4096 of them, timed once on the calling
 // thread. Only where the amx variants run.
 double amx_unit_flops();
 void avx512bf16_roof(benchmark::State& state);
 void avx3_roof(benchmark::State& state);
+void avx2_roof(benchmark::State& state);
 
 // ---- data ----
 
