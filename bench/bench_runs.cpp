@@ -1,5 +1,6 @@
 // The benchmark list, derived from the registry through testing::runs.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "bench_util.hpp"
@@ -37,13 +38,17 @@ std::vector<BenchRun> benchmark_runs() {
   indexer_cases(cases);
   metadata_cases(cases);
   attention_cases(cases);
-  const testing::Plan plan{true, std::nullopt, false, {1, 2}};
+  const bool every_target = std::getenv("DSV4CPU_BENCH_EVERY_TARGET") != nullptr;
+  const testing::Plan plan{true, std::nullopt, every_target, {1, 2}};
   std::vector<BenchRun> out;
   for (const Case& c : cases)
     for (const testing::Run& run : testing::runs(c.op, plan).runs) {
       const bool reference = run.variant.role == Role::reference;
       if (reference && (run.threads == 2 || !c.reference)) continue;
-      const std::string name = c.op + "/" + run.variant.name + "/" + c.shape;
+      // A Highway variant pinned to one target: <variant>:<target>, e.g. hwy:SSE4.
+      const std::string variant =
+          run.target_bits != 0 ? run.variant.name + ":" + run.target : run.variant.name;
+      const std::string name = c.op + "/" + variant + "/" + c.shape;
       if (run.threads == 2) {
         out.push_back({name + "/threads:2", c, run});
         continue;
@@ -67,8 +72,10 @@ void register_benchmarks() {
     // and its share of that rate ("unit_share"): that rate moves from minute to minute on some
     // machines, so a roof measured apart from the run (amx_roof) is not the one it had.
     const bool unit = b.run.target == "AMX_BF16" && b.run.threads <= 1;
-    auto body = [prepare, options, label, peak, unit](benchmark::State& state) {
+    const testing::Run run = b.run;
+    auto body = [prepare, options, label, peak, unit, run](benchmark::State& state) {
       const Prepared p = prepare();
+      const testing::ScopedTarget target(run);  // Highway dispatch pinned where the run says
       const double unit_before = unit && p.flops > 0 ? amx_unit_flops() : 0;
       for (auto _ : state) p.run(options);
       if (unit_before > 0) {

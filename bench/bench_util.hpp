@@ -77,8 +77,10 @@ struct BenchRun {
   bool unchecked = false;
 };
 // Every benchmark, without registering or running anything: each case on the dispatched target
-// of every available variant, with 1 thread and (but the reference) 2, and (but the reference)
-// unchecked on 1 thread when the case has finiteness checks.
+// of every available variant (with DSV4CPU_BENCH_EVERY_TARGET set in the environment: a Highway
+// variant once per target compiled in and supported here, named <variant>:<target>), with 1
+// thread and (but the reference) 2, and (but the reference) unchecked on 1 thread when the case
+// has finiteness checks.
 std::vector<BenchRun> benchmark_runs();
 // FLOP per cycle and core of the instructions a run's target computes with (Run::target: the
 // Highway target or the fixed ISA, "" for scalar code): the compute roof of the "peak_share"
