@@ -134,16 +134,17 @@ bool FiniteWithSum(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
 // True iff every |a[i]| of [0, na) is finite and every |b[i]| of [0, nb) is below 2^(128 - k)
 // for b_bias = k · 2^23 (k >= 1): |b|'s bits plus b_bias stay below those of infinity (a NaN's
 // bits, and those of the largest magnitudes, do not). The rows are read once, and no sum formed.
+// The b row keeps maxima of its own, biased once at the end: |b|'s bits plus b_bias stay below
+// 2^32, so the largest biased element is the biased largest (one Add fewer per vector).
 bool FiniteAndBelow(const float* HWY_RESTRICT a, int64_t na, const float* HWY_RESTRICT b,
                     int64_t nb, uint32_t b_bias) {
   const DF32 df;
   const DU32 du;
-  decltype(hn::Zero(du)) m[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
-  const auto bias = hn::Set(du, b_bias);
-  const int64_t ia = FoldMax4(m, na, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
-  const int64_t ib =
-      FoldMax4(m, nb, [&](int64_t j) { return hn::Add(AbsBits(hn::LoadU(df, b + j)), bias); });
-  bool below = MaxOf4(m) < kInfBits;
+  decltype(hn::Zero(du)) ma[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
+  decltype(hn::Zero(du)) mb[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
+  const int64_t ia = FoldMax4(ma, na, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
+  const int64_t ib = FoldMax4(mb, nb, [&](int64_t j) { return AbsBits(hn::LoadU(df, b + j)); });
+  bool below = MaxOf4(ma) < kInfBits && uint64_t{MaxOf4(mb)} + b_bias < kInfBits;
   for (int64_t i = ia; i < na && below; ++i) below = std::isfinite(a[i]);
   for (int64_t i = ib; i < nb && below; ++i) {
     uint32_t u;
