@@ -144,7 +144,7 @@ bool FiniteAndBelow(const float* HWY_RESTRICT a, int64_t na, const float* HWY_RE
   decltype(hn::Zero(du)) mb[4] = {hn::Zero(du), hn::Zero(du), hn::Zero(du), hn::Zero(du)};
   const int64_t ia = FoldMax4(ma, na, [&](int64_t j) { return AbsBits(hn::LoadU(df, a + j)); });
   const int64_t ib = FoldMax4(mb, nb, [&](int64_t j) { return AbsBits(hn::LoadU(df, b + j)); });
-  bool below = MaxOf4(ma) < kInfBits && uint64_t{MaxOf4(mb)} + b_bias < kInfBits;
+  bool below = MaxOf4(ma) < kInfBits && MaxOf4(mb) + b_bias < kInfBits;
   for (int64_t i = ia; i < na && below; ++i) below = std::isfinite(a[i]);
   for (int64_t i = ib; i < nb && below; ++i) {
     uint32_t u;
