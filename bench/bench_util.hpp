@@ -100,6 +100,9 @@ void set_flop_counters(benchmark::State& state, double flops, double peak_flops)
 // registers), avx2_roof (VFMADD231PS on ymm registers); bench_main.cpp registers each where a run
 // of its target is listed.
 void amx_roof(benchmark::State& state);
+// amx_roof's products with their tiles loaded as the kernels' 2 × 2 blocks load them, the A tiles
+// from state.range(0) bytes (bench_roof_amx.cpp).
+void amx_loaded_roof(benchmark::State& state);
 // The AMX unit's rate now, FLOP/s: amx_roof's products, 4096 of them, timed once on the calling
 // thread. Only where the amx variants run.
 double amx_unit_flops();

@@ -25,7 +25,7 @@ ROOFLINE_PREFIX = "stream_"
 TRAFFIC_KINDS = ("read", "copy", "write")
 # Compute roofs measured by the suite (bench/bench_roof_amx.cpp, bench_roof_vector.cpp): FLOP/s,
 # not an op.
-COMPUTE_ROOFS = ("amx_roof", "avx512bf16_roof", "avx3_roof", "avx2_roof")
+COMPUTE_ROOFS = ("amx_roof", "amx_loaded_roof", "avx512bf16_roof", "avx3_roof", "avx2_roof")
 
 # A benchmark is bound by its roof when its baseline reaches at least this share of it (the
 # baseline's, so that a drop below the bar is still judged). The memory-bound ops of this suite run

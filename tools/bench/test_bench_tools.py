@@ -426,7 +426,10 @@ class DashboardTest(unittest.TestCase):
             # 4096 TDPBF16PS of 16384 FLOP in 20 µs: 3.355 TFLOP/s against a nominal 2.6624.
             # The vector units' roofs: 85.3 GFLOP/s of VDPBF16PS against a nominal 294.4, 174.8
             # GFLOP/s of FMAs against 147.2; 39.95 GFLOP/s of ymm FMAs against 63.88.
+            # The 2 × 2 blocks' roofs with their tile loads, operands in L1 and in L2.
             for name, flops, peak in [("amx_roof", 4096 * 16384 / 2e-5, 2.6624e12),
+                                      ("amx_loaded_roof/a_bytes:16384", 3.1e12, 2.6624e12),
+                                      ("amx_loaded_roof/a_bytes:262144", 1.9e12, 2.6624e12),
                                       ("avx512bf16_roof", 85.3e9, 294.4e9), ("avx3_roof", 174.8e9, 147.2e9),
                                       ("avx2_roof", 39.95e9, 63.88e9)]:
                 doc["benchmarks"].append({"name": name, "run_name": name, "run_type": "iteration",
@@ -444,10 +447,12 @@ class DashboardTest(unittest.TestCase):
                 page = f.read()
             rc, text = run(COMPARE, p, p)
         self.assertIn("<td>amx_roof</td><td>3.36 TFLOP/s (1.26x the nominal 2.66 TFLOP/s)</td>", page)
+        self.assertIn("<td>amx_loaded_roof/a_bytes:16384</td><td>3.10 TFLOP/s (1.16x the nominal 2.66 TFLOP/s)</td>", page)
+        self.assertIn("<td>amx_loaded_roof/a_bytes:262144</td><td>1.90 TFLOP/s (0.71x the nominal 2.66 TFLOP/s)</td>", page)
         self.assertIn("<td>avx512bf16_roof</td><td>85.3 GFLOP/s (0.29x the nominal 294.4 GFLOP/s)</td>", page)
         self.assertIn("<td>avx3_roof</td><td>174.8 GFLOP/s (1.19x the nominal 147.2 GFLOP/s)</td>", page)
         self.assertIn("<td>avx2_roof</td><td>40.0 GFLOP/s (0.63x the nominal 63.9 GFLOP/s)</td>", page)
-        for roof in ("amx_roof", "avx512bf16_roof", "avx3_roof", "avx2_roof"):
+        for roof in ("amx_roof", "amx_loaded_roof", "avx512bf16_roof", "avx3_roof", "avx2_roof"):
             self.assertNotIn(roof, text)
         self.assertEqual(rc, 0, text)
 
