@@ -1115,6 +1115,12 @@ TORCH_LIBRARY(_dsv4cpu, m) {
   using namespace dsv4cpu::python;
   for (const BoundOp& op : tool_ops())
     m.def(torch::schema(schema_of(op).c_str(), c10::AliasAnalysisKind::FROM_SCHEMA), kernel_of(op));
+  // An output the wrappers allocate (dsv4cpu._wrappers.allocate), from the blocks of freed outputs
+  // as the C++ allocations of the ops are (OutputBlocks).
+  m.def("_empty_output(int[] shape, ScalarType dtype) -> Tensor",
+        [](c10::IntArrayRef shape, c10::ScalarType dtype) {
+          return empty_output(shape, at::TensorOptions().dtype(dtype));
+        });
   // Raises the typed dsv4cpu error of a message of raise_for_python's form: its kernel is the
   // package's Python (dsv4cpu.vllm), called by the kernels of python/csrc/vllm.cpp.
   m.def("_raise_error(str message) -> ()");

@@ -331,25 +331,37 @@ def _placeholder(shape, dtype):
     return kept if allocatable(kept, dtype) else (0,) * len(shape)
 
 
-def _device(arguments):
-    """The device of the first tensor argument (the CPU without one)."""
-    for v in arguments.values():
-        if isinstance(v, torch.Tensor):
-            return v.device
-    return torch.device("cpu")
+def _first_tensor(arguments):
+    """The first tensor argument, or None."""
+    return next((v for v in arguments.values() if isinstance(v, torch.Tensor)), None)
+
+
+#: Outputs of at least this many bytes come from the blocks of freed outputs (``_empty_output``,
+#: as the ops' own allocations in C++): glibc maps a block this large anew on every call (its
+#: largest mmap threshold, 32 MiB), so the op faults in fresh pages; smaller blocks it reuses
+#: (docs/decisions.md, "Outputs allocated in C++ reuse the blocks of freed ones").
+REUSED_OUTPUT_BYTES = 32 << 20
 
 
 def allocate(op, arguments, name):
     """The output ``name`` of ``op`` for the bound ``arguments`` on the device of the first
     tensor argument, or None (see output_shape). An unallocatable shape gives a placeholder
-    (see :func:`allocatable`) and False as the second value; otherwise True."""
+    (see :func:`allocatable`) and False as the second value; otherwise True. Eager on the CPU,
+    an output of REUSED_OUTPUT_BYTES or more reuses a freed output's block."""
     shape = output_shape(op, arguments, name)
     if shape is None:
         return None, True
     dtype = SPECS[op][1][name][0]
     fits = allocatable(shape, dtype)
     shape = shape if fits else _placeholder(shape, dtype)
-    return torch.empty(shape, dtype=dtype, device=_device(arguments)), fits
+    first = _first_tensor(arguments)
+    device = torch.device("cpu") if first is None else first.device
+    # A plain tensor: not a fake or other subclass, whose mode the block would escape.
+    if (fits and _itemsize(dtype) * math.prod(shape) >= REUSED_OUTPUT_BYTES
+            and device.type == "cpu" and (first is None or type(first) is torch.Tensor)
+            and not _compiling()):
+        return tools._empty_output(shape, dtype), True
+    return torch.empty(shape, dtype=dtype, device=device), fits
 
 
 def _compiling():

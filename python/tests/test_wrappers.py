@@ -154,6 +154,60 @@ def test_functional_outputs_reuse_the_block_of_a_freed_output():
     assert run(o).data_ptr() in kept
 
 
+def test_large_wrapper_outputs_reuse_the_block_of_a_freed_output():
+    """An output the wrapper allocates of REUSED_OUTPUT_BYTES or more takes the block of an output
+    freed before it, as .functional's does (torch.empty faulted the attention's 256 MiB prefill
+    `out` in anew on every call), with the op's bytes; a smaller one comes from torch.empty."""
+    from dsv4cpu import _wrappers
+    T = _wrappers.REUSED_OUTPUT_BYTES // (64 * 512 * 4)  # out: T · 64 · 512 float32
+    o = torch.randn(T, 64, 512).to(torch.bfloat16)
+    positions, table = torch.arange(T) % 16, torch.randn(16, 64)
+
+    def run(x):  # the default overload: the wrapper allocates out
+        return dsv4cpu.inverse_gptj_rope_o_proj(x, positions[:len(x)], table, 64,
+                                                check_finite=False)
+
+    want = ops.inverse_gptj_rope_o_proj.functional(o, positions, table, 64).clone()
+    first = run(o)
+    address = first.data_ptr()
+    assert torch.equal(first, want)
+    del first
+    second = run(o)
+    assert second.data_ptr() == address
+    assert torch.equal(second, want)
+    assert run(o).data_ptr() != address  # the second is alive
+    shapes, real = [], tools._empty_output
+
+    def seen(shape, dtype):
+        shapes.append(tuple(shape))
+        return real(shape, dtype)
+
+    _wrappers.tools._empty_output = seen
+    try:
+        assert torch.equal(run(o[:T // 2]), want[:T // 2])
+        assert torch.equal(run(o), want)
+    finally:
+        _wrappers.tools._empty_output = real
+    assert shapes == [(T, 64, 512)]
+
+
+@pytest.mark.skipif(getattr(torch.library, "opcheck", None) is None,
+                    reason=f"torch {torch.__version__}: the fake kernels need "
+                    "torch.library.register_fake (2.4 or newer)")
+def test_compiled_wrappers_allocate_their_large_outputs_in_the_graph():
+    """Under torch.compile the wrapper's outputs come from torch.empty, traced (fullgraph), at
+    every size: the same bytes as eager."""
+    from dsv4cpu import _wrappers
+    T = _wrappers.REUSED_OUTPUT_BYTES // (64 * 512 * 4)
+    o = torch.randn(T, 64, 512).to(torch.bfloat16)
+    positions, table = torch.arange(T) % 16, torch.randn(16, 64)
+    want = ops.inverse_gptj_rope_o_proj.functional(o, positions, table, 64)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *a: dsv4cpu.inverse_gptj_rope_o_proj(*a, check_finite=False),
+                             fullgraph=True, backend="inductor")
+    assert torch.equal(compiled(o, positions, table, 64), want)
+
+
 def test_functional_is_the_op_with_its_output_returned():
     """inverse_gptj_rope_o_proj.functional: the op's arguments but ``out`` and the options, ``out``
     returned (float32, o's shape); the bytes the default overload writes, its errors."""
