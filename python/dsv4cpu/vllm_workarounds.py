@@ -8,7 +8,15 @@ not dsv4cpu's: they apply with vLLM's own kernels as with dsv4cpu's.
    replaces ``triton.jit`` by a placeholder that returns the plain Python function, and the first
    launch fails: ``TypeError: Cannot inspect kernel parameters for function``. The workaround runs
    those same kernels with Triton's interpreter (``triton.runtime.interpreter``, numpy on the
-   host): vLLM's own kernel code, unchanged, computes the metadata.
+   host): vLLM's own kernel code, unchanged, computes the metadata. The three kernels that took
+   nearly all of the interpreter's time in the engine run are computed natively instead, on the
+   same arguments, wherever a launch is in the domain of the function that serves it (else the
+   kernel runs interpreted): the SWA window indices (``_compute_swa_indices_and_lens_kernel``, a
+   program per token: 95%, 0.34 s a prefill launch) by :func:`dsv4cpu.swa_window_indices`
+   (metadata.md §6), the compressed slot mapping (``CompressedSlotMappingKernel``) by
+   :func:`dsv4cpu.compressed_slot_mapping` (§5), and the token-to-request map
+   (``_token_request_mapping_kernel``, a binary search per token) by ``torch.searchsorted``.
+   :data:`NATIVE` and :data:`INTERPRETER` count the launches and their seconds.
 2. **The CPU SWA builder's tile scheduler.** ``DeepseekV4CPUSparseSWAMetadataBuilder.
    build_tile_scheduler`` returns the keys ``swaonly``, ``c4a``, ``c128a`` only, and
    ``sparse_swa.py`` reads ``c1a`` and ``c2a`` too: ``KeyError: 'c1a'``. The workaround adds
@@ -88,6 +96,8 @@ def _placeholder_modules():
 
 #: Kernel launches run by the interpreter in this process, and their time in seconds.
 INTERPRETER = {"launches": 0, "seconds": 0.0}
+#: Kernel launches served by dsv4cpu's metadata builders instead (:func:`_native_launch`).
+NATIVE = {"launches": 0, "seconds": 0.0}
 
 
 @functools.lru_cache(maxsize=None)
@@ -214,6 +224,139 @@ def _interpret_triton_language():
                 namespace[key] = InterpretedFunction(value.fn)
 
 
+def _swa_indices_and_lens(inputs):
+    """vLLM's ``_compute_swa_indices_and_lens_kernel`` (``sparse_swa.py``) on the arguments of a
+    ``ComputeSWAIndicesAndLensKernel`` launch, by :func:`dsv4cpu.swa_window_indices`. For the
+    tokens ``token_offset + i``, ``i < num_tokens``: a valid token's row ``i`` of ``swa_indices``
+    (``index_width`` int32 columns, rows ``swa_indices.stride(0)`` apart) holds its window's slots
+    and −1 after them, ``swa_lens[i]`` their count; an invalid token's row is −1 and its count 0.
+    The token's position is ``seq_lens[r] − query length of r + token − query_start_loc[r]``,
+    ``r = token_to_req_indices[token]``. Returns False, having written nothing, where the launch
+    is outside the op's domain: in-image visibility, ``index_width < window_size``, or a valid
+    token whose window would start below its request's ``replay_start``."""
+    import torch
+    import dsv4cpu
+    count, first = inputs["num_tokens"], inputs["token_offset"]
+    window, width = inputs["window_size"], inputs["index_width"]
+    if inputs["has_image"] or width < window:
+        return False
+    if count <= 0:
+        return True
+    valid = inputs["is_valid_token"][first:first + count]
+    requests = inputs["token_to_req_indices"][first:first + count].long()
+    starts = inputs["query_start_loc"].long()
+    tokens = torch.arange(first, first + count)
+    positions = (inputs["seq_lens"].long()[requests] - starts[requests + 1] + tokens)[valid]
+    requests = requests[valid]
+    window_start = (positions - (window - 1)).clamp(min=0)
+    if bool((inputs["replay_start"].long()[requests] > window_start).any()):
+        return False
+    table = inputs["block_table"]
+    if table.stride(-1) != 1:
+        table = table.contiguous()
+    indices, lens = dsv4cpu.swa_window_indices(
+        positions, requests, table, window, inputs["block_size"],
+        lens=torch.empty(positions.shape[0], dtype=torch.int32))
+    out = inputs["swa_indices"]
+    rows = torch.full((count, width), -1, dtype=out.dtype)
+    rows[valid, :window] = indices.to(out.dtype)
+    counts = torch.zeros(count, dtype=inputs["swa_lens"].dtype)
+    counts[valid] = lens.to(counts.dtype)
+    out.as_strided((count, width), (out.stride(0), 1)).copy_(rows)
+    inputs["swa_lens"][:count].copy_(counts)
+    return True
+
+
+def _compressed_slot_mapping(inputs):
+    """vLLM's ``CompressedSlotMappingKernel`` (``compressor_utils.py``) on the arguments of a
+    launch, by :func:`dsv4cpu.compressed_slot_mapping` with the own-slot test (metadata.md §5):
+    for the requests ``r < block_table.shape[0]``, entry ``t`` of ``compressed_slot_mapping`` for
+    each of their tokens ``qsl[r] <= t < qsl[r + 1]``. Returns False, having written nothing,
+    outside the op's domain: decode context parallelism (``dcp_world_size > 1``), a compress
+    ratio other than 4 and 128, ``query_start_loc[0] != 0``, or a request with fewer tokens than
+    its query (a padded request, whose positions would be negative)."""
+    import torch
+    import dsv4cpu
+    ratio, table = inputs["compress_ratio"], inputs["block_table"]
+    if inputs["dcp_world_size"] != 1 or ratio not in (4, 128):
+        return False
+    requests = table.shape[0]
+    starts = inputs["query_start_loc"][:requests + 1]
+    seq_lens = inputs["seq_lens"][:requests]
+    if int(starts[0]) != 0 or bool((seq_lens < starts[1:] - starts[:-1]).any()):
+        return False
+    tokens = int(starts[-1])
+    out = inputs["compressed_slot_mapping"][:tokens]
+    slots = out if out.dtype == torch.int64 and out.is_contiguous() else None
+    slots = dsv4cpu.compressed_slot_mapping(
+        starts, seq_lens, table if table.stride(-1) == 1 else table.contiguous(), ratio,
+        inputs["block_size"], inputs["slot_mapping"][:tokens], slot_mapping=slots)
+    if slots is not out:
+        out.copy_(slots)
+    return True
+
+
+def _token_request_mapping(query_start_loc, output, num_reqs, num_mapped, num_tokens,
+                           **launch_options):
+    """vLLM's ``_token_request_mapping_kernel`` (``attention/ops/metadata.py``): for the tokens
+    ``t < num_tokens``, ``output[t]`` is the first request ``r`` whose query ends after ``t``
+    (``query_start_loc[r + 1] > t``; ``num_reqs − 1`` past the last one) where
+    ``t < num_mapped``, and 0 after. The kernel's binary search is ``torch.searchsorted``."""
+    import torch
+    tokens = torch.arange(num_tokens, dtype=torch.int64)
+    ends = query_start_loc[1:num_reqs + 1].long()
+    requests = torch.searchsorted(ends, tokens, right=True).clamp(max=num_reqs - 1)
+    output[:num_tokens] = torch.where(tokens < num_mapped, requests, 0).to(output.dtype)
+    return True
+
+
+def _native_kernels():
+    """The vLLM kernel classes (VllmTritonJitKernel subclasses) whose launches dsv4cpu serves,
+    with the function that serves one (inputs -> True, or False to leave it to vLLM's kernel)."""
+    sparse_swa = importlib.import_module("vllm.v1.attention.backends.mla.sparse_swa")
+    compressor_utils = importlib.import_module("vllm.v1.attention.backends.mla.compressor_utils")
+    return {sparse_swa.ComputeSWAIndicesAndLensKernel: _swa_indices_and_lens,
+            compressor_utils.CompressedSlotMappingKernel: _compressed_slot_mapping}
+
+
+#: The module-level kernels (launched as ``kernel[grid](...)``) whose launches are served, by
+#: module and name: the function that serves one (the launch's arguments -> True, or False).
+_NATIVE_MODULE_KERNELS = {
+    "vllm.v1.attention.ops.metadata": {"_token_request_mapping_kernel": _token_request_mapping},
+}
+
+
+def _native_launch(serve, *args, **kwargs):
+    """``serve(*args, **kwargs)``, timed in :data:`NATIVE` when it serves the launch."""
+    start = time.perf_counter()
+    if not serve(*args, **kwargs):
+        return False
+    NATIVE["launches"] += 1
+    NATIVE["seconds"] += time.perf_counter() - start
+    return True
+
+
+class _ServedKernel:
+    """A module-level kernel whose launches ``kernel[grid](*args, **kwargs)`` ``serve`` takes
+    (:func:`_native_launch`), or else ``kernel`` (interpreted) runs."""
+
+    def __init__(self, serve, kernel):
+        self.serve, self.kernel = serve, kernel
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            if not _native_launch(self.serve, *args, **kwargs):
+                self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+def _serve_module_kernels():
+    for name, kernels in _NATIVE_MODULE_KERNELS.items():
+        module = importlib.import_module(name)
+        for kernel, serve in kernels.items():
+            setattr(module, kernel, _ServedKernel(serve, getattr(module, kernel)))
+
+
 def _interpret_triton_kernels():
     placeholders = _placeholder_modules()
     if placeholders is None:
@@ -222,10 +365,15 @@ def _interpret_triton_kernels():
     _log.info("dsv4cpu.vllm_workarounds: %d Triton kernels of vLLM's modules interpreted",
               _interpret_module_kernels(placeholders[0]))
     from vllm.model_executor.warmup.jit_warmup_triton_helper import VllmTritonJitKernel
+    _serve_module_kernels()
     launch = VllmTritonJitKernel.launch
+    native = _native_kernels()
 
     @functools.wraps(launch)
     def interpreting_launch(self, launch_spec, inputs):
+        serve = native.get(type(self))
+        if serve is not None and not self._warming and _native_launch(serve, inputs):
+            return launch_spec[2] if len(launch_spec) == 3 else None
         if _interpretable(self.kernel):
             # An instance attribute: the class's staticmethod (the plain function) stays, and
             # the cached _kernel_arg_names is computed from the interpreted function.

@@ -68,10 +68,13 @@ class EngineWorker(WorkerCounts):
     adds the check that the checkpoint loads every parameter."""
 
     def engine_interpreter(self):
-        """The Triton interpreter's launches and seconds in this worker (vLLM's metadata
-        kernels, dsv4cpu.vllm_workarounds)."""
+        """vLLM's metadata kernels in this worker (dsv4cpu.vllm_workarounds): the Triton
+        interpreter's launches and seconds, and the launches served natively and their seconds
+        (keys native_launches, native_seconds)."""
         from dsv4cpu import vllm_workarounds
-        return dict(vllm_workarounds.INTERPRETER)
+        native = vllm_workarounds.NATIVE
+        return dict(vllm_workarounds.INTERPRETER, native_launches=native["launches"],
+                    native_seconds=native["seconds"])
 
     def engine_profile(self, start):
         """torch's profiler over the worker's operators (DSV4CPU_ENGINE_PROFILE=1): the time of
@@ -147,6 +150,8 @@ def run(folder, out, tp):
     for worker, before, after in zip(workers, interpreter,
                                      llm.collective_rpc("engine_interpreter")):
         worker["interpreter_s"] = after["seconds"] - before["seconds"]
+        worker["native_metadata_s"] = after["native_seconds"] - before["native_seconds"]
+        worker["native_metadata_launches"] = after["native_launches"] - before["native_launches"]
     if profile:
         for worker, table in zip(workers, llm.collective_rpc("engine_profile", args=(False,))):
             worker["profile"] = table
@@ -258,9 +263,12 @@ def compare(paths):
     rest = []
     for name, run in (("vLLM's kernels", vllm_run), ("dsv4cpu", dsv4cpu_run)):
         spent = sum(w.get("interpreter_s", 0.0) for w in run["workers"])
+        native = sum(w.get("native_metadata_s", 0.0) for w in run["workers"])
+        launches = sum(w.get("native_metadata_launches", 0) for w in run["workers"])
         rest.append(run.get("timed_s", 0.0) - spent)
         print(f"time tp 1 {name:<14} timed requests {run.get('timed_s', 0.0):.1f} s, of which "
-              f"vLLM's metadata kernels under Triton's interpreter {spent:.1f} s, the rest "
+              f"vLLM's metadata kernels under Triton's interpreter {spent:.1f} s (and "
+              f"{launches} launches served natively, {native:.2f} s), the rest "
               f"{rest[-1]:.1f} s")
     if rest[1] > 0:
         print(f"time tp 1 without the interpreted metadata kernels: {rest[0] / rest[1]:.2f}× "
