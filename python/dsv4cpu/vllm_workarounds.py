@@ -96,7 +96,7 @@ def _placeholder_modules():
 
 #: Kernel launches run by the interpreter in this process, and their time in seconds.
 INTERPRETER = {"launches": 0, "seconds": 0.0}
-#: Kernel launches served by dsv4cpu's metadata builders instead (:func:`_native_launch`).
+#: Kernel launches served natively instead (:func:`_native_launch`), and their seconds.
 NATIVE = {"launches": 0, "seconds": 0.0}
 
 
@@ -287,11 +287,12 @@ def _compressed_slot_mapping(inputs):
         return False
     tokens = int(starts[-1])
     out = inputs["compressed_slot_mapping"][:tokens]
-    slots = out if out.dtype == torch.int64 and out.is_contiguous() else None
+    in_place = out.dtype == torch.int64 and out.is_contiguous()
     slots = dsv4cpu.compressed_slot_mapping(
         starts, seq_lens, table if table.stride(-1) == 1 else table.contiguous(), ratio,
-        inputs["block_size"], inputs["slot_mapping"][:tokens], slot_mapping=slots)
-    if slots is not out:
+        inputs["block_size"], inputs["slot_mapping"][:tokens],
+        slot_mapping=out if in_place else None)
+    if not in_place:
         out.copy_(slots)
     return True
 
@@ -351,6 +352,7 @@ class _ServedKernel:
 
 
 def _serve_module_kernels():
+    """Each kernel of :data:`_NATIVE_MODULE_KERNELS` (interpreted by now) as a _ServedKernel."""
     for name, kernels in _NATIVE_MODULE_KERNELS.items():
         module = importlib.import_module(name)
         for kernel, serve in kernels.items():

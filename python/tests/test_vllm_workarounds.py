@@ -98,6 +98,15 @@ def test_served_launches_write_what_the_kernel_writes(case, seed):
     assert bool((tail == 7).all()) and bool((inputs["swa_lens"][inputs["num_tokens"]:] == 7).all())
 
 
+def test_a_launch_of_invalid_tokens_only():
+    inputs = batch(2)
+    inputs["is_valid_token"][:] = False
+    expected = kernel_oracle(inputs)
+    assert vllm_workarounds._swa_indices_and_lens(inputs) is True
+    assert written(inputs) == expected == ([[-1] * WINDOW] * inputs["num_tokens"],
+                                           [0] * inputs["num_tokens"])
+
+
 def test_a_hand_computed_launch():
     """metadata.md §6's example widened to the kernel: window 128, page 64, one request of 130
     tokens prefilled from position 0 with pages [6, 2, 9]: token 1 reads slots 384, 385; token 129
