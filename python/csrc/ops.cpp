@@ -135,12 +135,15 @@ namespace {
 // to their size and more than half of it, most recent first: torch.empty's memory would sit at a
 // new address on every call, or be mapped anew, so the op would write lines no cache holds
 // (docs/decisions.md, "Outputs allocated in C++ reuse the blocks of freed ones"). At most
-// kCachedBlocks blocks and cap() bytes are kept; a larger output comes from at::empty. A block is
+// kCachedBlocks blocks and cap() bytes are kept; a larger output comes from at::empty. An engine's
+// step allocates outputs of several sizes between two calls of one op (per layer the SWA insert's
+// q_out, the logits, the top-k's indices, the inverse RoPE's out), so the list keeps enough
+// blocks for each of them to find its own again. A block is
 // a 64-byte header holding its capacity, then the data; the deleter may run on any thread, and
 // the list is never destroyed (tensors can outlive static destruction).
 class OutputBlocks {
  public:
-  static constexpr size_t kCachedBlocks = 2, kHeader = 64;
+  static constexpr size_t kCachedBlocks = 16, kHeader = 64;
 
   static size_t cap() {
     static const size_t bytes =

@@ -154,6 +154,28 @@ def test_functional_outputs_reuse_the_block_of_a_freed_output():
     assert run(o).data_ptr() in kept
 
 
+def test_a_freed_outputs_block_outlives_outputs_of_other_sizes():
+    """Between two calls of one op an engine's layer allocates outputs of several other sizes
+    (the SWA insert's q_out, the logits, the top-k's indices): the first call's freed block is
+    still kept for the second. Tensors of the block's size held meanwhile take any memory freed,
+    so a block dropped from the list cannot come back by chance."""
+    positions, table = torch.arange(64), torch.randn(64, 64)
+
+    def run(tokens):
+        o = torch.ones(tokens, 64, 512, dtype=torch.bfloat16)
+        return ops.inverse_gptj_rope_o_proj.functional(o, positions[:tokens], table, 64)
+
+    first = run(32)
+    want, address = first.clone(), first.data_ptr()
+    del first
+    for tokens in (1, 2, 4, 8):  # each too small for the others' blocks, freed at once
+        assert torch.equal(run(tokens), want[:tokens])
+    held = [torch.empty(32, 64, 512) for _ in range(4)]
+    again = run(32)
+    assert again.data_ptr() == address and address not in {h.data_ptr() for h in held}
+    assert torch.equal(again, want)
+
+
 def test_large_wrapper_outputs_reuse_the_block_of_a_freed_output():
     """An output the wrapper allocates of REUSED_OUTPUT_BYTES or more takes the block of an output
     freed before it, as .functional's does (torch.empty faulted the attention's 256 MiB prefill
