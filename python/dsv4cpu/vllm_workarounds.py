@@ -258,12 +258,12 @@ def _swa_indices_and_lens(inputs):
         positions, requests, table, window, inputs["block_size"],
         lens=torch.empty(positions.shape[0], dtype=torch.int32))
     out = inputs["swa_indices"]
-    rows = torch.full((count, width), -1, dtype=out.dtype)
+    rows = out.as_strided((count, width), (out.stride(0), 1))
+    rows.fill_(-1)
     rows[valid, :window] = indices.to(out.dtype)
-    counts = torch.zeros(count, dtype=inputs["swa_lens"].dtype)
+    counts = inputs["swa_lens"][:count]
+    counts.zero_()
     counts[valid] = lens.to(counts.dtype)
-    out.as_strided((count, width), (out.stride(0), 1)).copy_(rows)
-    inputs["swa_lens"][:count].copy_(counts)
     return True
 
 
