@@ -519,8 +519,12 @@ void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
         continue;
       }
       const int64_t g1 = std::min(groups, r + (i1 - i));  // this token's groups here
-      for (int64_t g = r; g < g1; g += kMaxHeadGroups)
-        attend(a, kernel, t, g, std::min(g1, g + kMaxHeadGroups), 0, 2, scratch);
+      for (int64_t g = r; g < g1; g += kMaxHeadGroups) {
+        const int64_t ge = std::min(g1, g + kMaxHeadGroups);
+        // A call of the last group alone runs its tiles only (one where H % 32 is 1 .. 16).
+        const int c1 = ge - g == 1 && ge == groups ? static_cast<int>(last_tiles) : 2;
+        attend(a, kernel, t, g, ge, 0, c1, scratch);
+      }
       i += g1 - r;
     }
     if (kernel && kernel->thread_end) kernel->thread_end();
