@@ -2,12 +2,16 @@
 // allocator hands them out, q and kv ~ N(0, 1), entries quantised like the compressor's):
 //   sparse_mla_attention  `c4a_decode<T>_h<H>`: T = 1, 8, 64 decode tokens of H = 64 (Flash) and
 //                         128 (Pro) heads, each over its 128-entry window and 512 selected C4A
-//                         entries (Pc = 64), and `c4a_decode1_h32` (Flash's heads under tensor
-//                         parallelism of 2: one group of 32); `c128a_decode1_h64_<N>`: one token
-//                         over its window and N = 1,024 or 8,192 C128A entries (Pc = 2);
+//                         entries (Pc = 64), `c4a_decode1_h32` (Flash's heads under tensor
+//                         parallelism of 2: one group of 32) and `c4a_decode8_h16` (16 heads: a
+//                         rank of Pro under tensor parallelism of 8, the engine model of
+//                         docs/vllm.md); `c128a_decode1_h64_<N>`: one token over its window
+//                         and N = 1,024 or 8,192 C128A entries (Pc = 2);
 //                         `c4a_prefill4096_h64`: a chunk of 4,096 tokens of one request, each
 //                         over its sliding window and 512 of the request's entries (no reference
-//                         run: minutes per iteration);
+//                         run: minutes per iteration); `c4a_prefill4096_h16` likewise with 16
+//                         heads, `c128a_prefill4096_h16` over each token's window and the C128A
+//                         entries before it (Pc = 2, metadata.md §7.1);
 //   fused_qnorm_rope_kv_insert  the batch shapes, Hq = 64.
 //   inverse_gptj_rope_o_proj    the batch shapes, H = 64, D = 512, rope_dim = 64 (`<shape>_h64`;
 //                               no reference run at prefill4096), also without the finite checks,
@@ -87,8 +91,10 @@ struct MlaCacheData {
 
 // R requests of n tokens each (T = R·n, H heads). Request r owns n + 127 SWA entries; its token i
 // reads the window of entries i .. i + 127 and Nc entries drawn without repetition from the
-// request's `pool` compressed entries (Pc per page).
-Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t pool, int64_t Pc) {
+// request's `pool` compressed entries (Pc per page), or with `c128a` (its position i + 127) the
+// entries 0 .. (i + 128) / 128 − 1 of the pool in order and −1 in the columns after them.
+Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t pool, int64_t Pc,
+                        bool c128a = false) {
   return [=] {
     const int64_t T = R * n, swa = n + kWindow - 1;
     auto window = std::make_shared<MlaCacheData>(R * swa, kP, 21);
@@ -103,6 +109,11 @@ Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t poo
       const int64_t r = t / n, i = t % n;
       for (int64_t k = 0; k < kWindow; ++k) wslots->push_back(window->slot(r * swa + i + k));
       for (int64_t e = 0; e < pool; ++e) pick[static_cast<size_t>(e)] = r * pool + e;
+      if (c128a) {
+        for (int64_t k = 0; k < Nc; ++k)
+          cslots->push_back(k < (i + kWindow) / 128 ? compressed->slot(pick[size_t(k)]) : -1);
+        continue;
+      }
       std::shuffle(pick.begin(), pick.end(), rng);
       for (int64_t k = 0; k < Nc; ++k) cslots->push_back(compressed->slot(pick[size_t(k)]));
     }
@@ -120,7 +131,9 @@ Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t poo
                            MutableTensorView(out->data(), DType::BF16, {T, H, 512}),
                            MutableTensorView(lse->data(), DType::F32, {T, H}), o);
     };
-    const int64_t rows = T * (kWindow + Nc);
+    int64_t rows = T * (kWindow + Nc);  // valid columns
+    if (c128a)
+      for (int64_t t = 0; t < T; ++t) rows -= Nc - std::min(Nc, (t % n + kWindow) / 128);
     p.bytes = rows * (kEntry + 8) + T * H * (512 * 2 * 2 + 4) + H * 4;
     p.items = rows;             // gathered rows
     p.flops = rows * H * 2048;  // scores and values: 2 × 2 × 512 per head and row
@@ -213,11 +226,17 @@ void attention_cases(Cases& out) {
                      attention_shape(T, 1, H, 512, 2048, kP)});
   out.push_back(
       {"sparse_mla_attention", "c4a_decode1_h32", attention_shape(1, 1, 32, 512, 2048, kP)});
+  out.push_back(
+      {"sparse_mla_attention", "c4a_decode8_h16", attention_shape(8, 1, 16, 512, 2048, kP)});
   for (int64_t N : {1024, 8192})
     out.push_back({"sparse_mla_attention", "c128a_decode1_h64_" + std::to_string(N),
                    attention_shape(1, 1, 64, N, N, 2)});
   out.push_back({"sparse_mla_attention", "c4a_prefill4096_h64",
                  attention_shape(1, 4096, 64, 512, 2048, kP), Traffic::read, false, false});
+  out.push_back({"sparse_mla_attention", "c4a_prefill4096_h16",
+                 attention_shape(1, 4096, 16, 512, 2048, kP), Traffic::read, false, false});
+  out.push_back({"sparse_mla_attention", "c128a_prefill4096_h16",
+                 attention_shape(1, 4096, 16, 34, 34, 2, true), Traffic::read, false, false});
   for (const BatchShape& s : batch_shapes())
     out.push_back({"fused_qnorm_rope_kv_insert", s.name,
                    insert_shape(s.requests * s.tokens_per_request)});

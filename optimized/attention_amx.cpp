@@ -15,10 +15,10 @@ void scores_tiles(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles
   amx_scores(t, K, rows, Qp, tiles, S, step, step_arg);
 }
 
-void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc, int64_t groups, int tiles) {
+void values_tiles(const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block, int64_t pairs,
+                  const float* alpha, float* acc, int64_t groups, int tiles) {
   AmxTiles t;
-  amx_values(t, Pp, Vp, pairs, alpha, acc, groups, tiles);
+  amx_values(t, Pp, Vp, vp_block, pairs, alpha, acc, groups, tiles);
 }
 
 // Constant-initialised: no code of this file runs at load time.

@@ -55,8 +55,8 @@ void amx_scores(Tiles& t, const uint16_t* K, int64_t rows, const uint32_t* Qp, i
 // last single group: its head tiles (A 0, 1) × two tiles of 16 dims (B 0, 1), C tile 2j + i is
 // heads 16i .., dims d0 + 16j ..
 template <class Tiles>
-void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
-                const float* alpha, float* acc, int64_t groups, int tiles) {
+void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block,
+                int64_t pairs, const float* alpha, float* acc, int64_t groups, int tiles) {
   static_assert(kHeadBlock == 2 * kHeadTile, "two head tiles");
   if (alpha)
     for (int64_t h = 0; h < (groups - 1) * kHeadBlock + tiles * kHeadTile; ++h)
@@ -80,7 +80,7 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
     float* a = acc + g * kHeadBlock * kAccRow;
     if (two) {
       for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16) {
-        const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
+        const uint32_t* v = Vp + d0 / 64 * vp_block + d0 % 64;
         for (int c = 0; c < 4; ++c) begin(c, a + 16 * c * kAccRow + d0);
         for (int64_t s = 0; s < steps; ++s) {
           t.load_b(0, v + 16 * s * 64, 64 * 4);
@@ -94,7 +94,7 @@ void amx_values(Tiles& t, const uint32_t* Pp, const uint32_t* Vp, int64_t pairs,
       continue;
     }
     for (int64_t d0 = 0; d0 < kMlaDim; d0 += 32) {
-      const uint32_t* v = Vp + d0 / 64 * kVpBlock + d0 % 64;
+      const uint32_t* v = Vp + d0 / 64 * vp_block + d0 % 64;
       for (int j = 0; j < 2; ++j)
         for (int i = 0; i < tiles; ++i) begin(2 * j + i, a + 16 * i * kAccRow + d0 + 16 * j);
       for (int64_t s = 0; s < steps; ++s) {

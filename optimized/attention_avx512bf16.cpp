@@ -56,8 +56,8 @@ void scores(const uint16_t* K, int64_t rows, const uint32_t* Qp, int tiles, floa
 // Register block: 4 heads × 4 vectors of 16 dims, over the row pairs.
 constexpr int kHeads = 4, kDims = 4;
 
-void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc, int64_t heads) {
+void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block, int64_t pairs,
+                  const float* alpha, float* acc, int64_t heads) {
   for (int64_t d0 = 0; d0 < kMlaDim; d0 += 16 * kDims)
     for (int64_t h0 = 0; h0 < heads; h0 += kHeads) {
       __m512 c[kHeads][kDims];
@@ -72,7 +72,7 @@ void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
         __m512bh v[kDims];
 #pragma GCC unroll 4
         for (int k = 0; k < kDims; ++k)
-          v[k] = (__m512bh)_mm512_load_si512(Vp + d0 / 64 * kVpBlock + i * 64 + 16 * k);
+          v[k] = (__m512bh)_mm512_load_si512(Vp + d0 / 64 * vp_block + i * 64 + 16 * k);
 #pragma GCC unroll 4
         for (int h = 0; h < kHeads; ++h) {
           const __m512bh p = pair_broadcast(Pp + i * kHeadBlock + h0 + h);
@@ -88,10 +88,10 @@ void group_values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const f
     }
 }
 
-void values(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-            float* acc, int64_t groups, int tiles) {
+void values(const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block, int64_t pairs,
+            const float* alpha, float* acc, int64_t groups, int tiles) {
   for (int64_t g = 0; g < groups; ++g)
-    group_values(Pp + g * kPpGroup, Vp, pairs, alpha ? alpha + g * kHeadBlock : nullptr,
+    group_values(Pp + g * kPpGroup, Vp, vp_block, pairs, alpha ? alpha + g * kHeadBlock : nullptr,
                  acc + g * kHeadBlock * kAccRow, tiles * kHeadTile);
 }
 

@@ -21,6 +21,13 @@
 // groups take the fp32 products. What the instructions still flush are products and partial sums
 // below 2⁻¹²⁶ in magnitude, an absolute error far below the terms of numerics.md §11.8.
 //
+// Rows shared by consecutive tokens: in a prefill the window of a token is the window of the token
+// before it shifted by one entry, and a C128A token's full compressed blocks are those of the
+// tokens before it. A thread's first kStrips blocks of a token may be read from a strip (RowStrip)
+// of rows decoded once for its run of tokens, where the block's entries are strip rows k .. k + n − 1
+// (the same data and scale addresses, checked entry by entry); the kernel gets the bf16 values its
+// own decode would give, so no result depends on whether a strip served a block.
+//
 // §2.6: a gathered row with a NaN or infinite value makes every score of the token non-finite
 // (q·inf and 0·inf are not finite, and an fma chain never returns from there), so the whole token
 // is NaN rows at once; a head whose computed scores include a non-finite one (overflow) gets its
@@ -52,20 +59,46 @@ namespace dsv4cpu::detail::opt {
 // Head groups per AttendToken call (the driver splits longer runs).
 inline constexpr int64_t kMaxHeadGroups = 8;
 
+template <class T>
+struct ScratchBuffer {
+  hwy::AlignedFreeUniquePtr<T[]> p;
+  size_t n = 0;
+  T* get(size_t need) {
+    if (need > n) {
+      p = hwy::AllocateAligned<T>(need);
+      n = need;
+    }
+    return p.get();
+  }
+};
+
+// Blocks of a token (its first ones, in block order) that may be read from a strip.
+inline constexpr int64_t kStrips = 2;
+// Rows of a strip: a run of tokens of a prefill restarts it every kStripRows − 127 tokens.
+inline constexpr int64_t kStripRows = 512;
+// Words between the 64-dim blocks of a strip's Vp, and between its two copies.
+inline constexpr int64_t kStripVpBlock = kStripRows / 2 * 64, kStripVpCopy = 8 * kStripVpBlock;
+// New entries a block may add to a strip (a block with more is decoded on its own).
+inline constexpr int64_t kStripAppend = 4;
+
+// The bf16 layouts of rows 0 .. end − 1 decoded once for consecutive tokens: K rows kKRow words
+// apart as in a block's krows, and Vp twice (vp_block kStripVpBlock), copy c holding the pairs of
+// rows (2i + c, 2i + c + 1) below `end`, so that a block of an even number of rows starting at
+// row k is whole pairs of copy k % 2 from pair k / 2. `data`, `scales` are the rows' entries; rows
+// begin .. are the last block read here. `last` holds the entries of the last block not read
+// here: a block that continues it (the same entries, or shifted by one) starts a strip.
+struct RowStrip {
+  ScratchBuffer<uint16_t> k;
+  ScratchBuffer<uint32_t> vp;
+  ScratchBuffer<const uint8_t*> data, scales, last_data, last_scales;
+  int64_t begin = 0, end = 0, last_n = 0;
+  void clear() { begin = end = last_n = 0; }
+};
+
 // Per-thread buffers of the driver, kept between calls (sized for the largest call seen).
 struct AttentionScratch {
   template <class T>
-  struct Buffer {
-    hwy::AlignedFreeUniquePtr<T[]> p;
-    size_t n = 0;
-    T* get(size_t need) {
-      if (need > n) {
-        p = hwy::AllocateAligned<T>(need);
-        n = need;
-      }
-      return p.get();
-    }
-  };
+  using Buffer = ScratchBuffer<T>;
   // The token's valid rows in column order (data and scale bytes) and its non-empty blocks, as
   // [begin, end) ranges of those rows.
   Buffer<const uint8_t*> data, scales;
@@ -79,6 +112,7 @@ struct AttentionScratch {
   // running m, l, α, the non-finite flags and acc [kHeadBlock][kAccRow] (512 dims, padding).
   Buffer<float> qt, m, l, alpha, acc;
   Buffer<uint32_t> qp, bad;
+  RowStrip strips[kStrips];  // emptied at the start of every call
 };
 
 }  // namespace dsv4cpu::detail::opt
@@ -288,6 +322,113 @@ void Finish(const SparseMlaAttentionArgs& a, int64_t t, int64_t h, bool nan_row,
   if (a.lse.present()) a.lse.ptr<float>()[t * a.H + h] = lse;
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// DecodeBlockBf16, or the kernel's own.
+Bf16Decode DecodeBf16(const AttentionKernel* kernel, const uint8_t* const* data,
+                      const uint8_t* const* scales, int64_t n, bool vllm, uint16_t* krows,
+                      uint32_t* vpairs) {
+  return kernel->decode_bf16 ? kernel->decode_bf16(data, scales, n, vllm, krows, vpairs)
+                             : DecodeBlockBf16(data, scales, n, vllm, krows, vpairs);
+}
+
+// The strip's Vp words of rows x, x + 1 (pair x / 2 of copy x % 2) from its K rows.
+void StripPair(RowStrip& st, int64_t x) {
+  const hn::ScalableTag<uint16_t> dw;
+  const hn::Half<decltype(dw)> dh;
+  const hn::Repartition<uint32_t, decltype(dw)> d32;
+  constexpr size_t kW = HWY_LANES(uint16_t);
+  const uint16_t* a = st.k.p.get() + x * kKRow;
+  const uint16_t* b = a + kKRow;
+  uint32_t* w0 = st.vp.p.get() + x % 2 * kStripVpCopy + x / 2 * 64;
+  for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kW) {
+    const auto va = hn::LoadU(dw, a + d), vb = hn::LoadU(dw, b + d);
+    uint32_t* w = w0 + d / 64 * kStripVpBlock + d % 64;
+    hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::LowerHalf(dh, va)),
+                      hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LowerHalf(dh, vb)))),
+               d32, w);
+    hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::UpperHalf(dh, va)),
+                      hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::UpperHalf(dh, vb)))),
+               d32, w + kW / 2);
+  }
+}
+
+// Whether a block of n entries may continue the strip (a cheap test of its first entry, for the
+// prefetch).
+bool StripLikely(const RowStrip& st, const uint8_t* const* data, int64_t n) {
+  if (n % 32 != 0 || st.end == 0) return false;
+  const int64_t k = st.begin + 1 < st.end ? st.begin + 1 : st.begin;
+  return st.data.p[k] == data[0] || st.data.p[st.begin] == data[0];
+}
+
+// The strip row where the block of n entries (n a multiple of 32, so that the kernel reads no
+// padding) starts, its new rows decoded and its Vp pairs built, or −1: the block is not there (or
+// one of its rows is not bf16-exact and finite), and the driver decodes it itself. `vpairs`:
+// scratch for a decode's own Vp.
+int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* const* data,
+                   const uint8_t* const* scales, int64_t n, bool vllm, uint32_t* vpairs) {
+  if (n % 32 != 0) return -1;
+  auto same = [](const uint8_t* const* x, const uint8_t* const* y, const uint8_t* const* xs,
+                 const uint8_t* const* ys, int64_t len) {
+    for (int64_t i = 0; i < len; ++i)
+      if (x[i] != y[i] || xs[i] != ys[i]) return false;
+    return true;
+  };
+  // The block as strip rows k .. end − 1 and n − (end − k) new entries: the last block's rows
+  // shifted by one, or the same rows.
+  int64_t k = -1;
+  for (int64_t c : {st.begin + 1, st.begin}) {
+    const int64_t have = st.end - c;
+    if (st.end == 0 || have < n - kStripAppend || have > n) continue;
+    if (same(st.data.p.get() + c, data, st.scales.p.get() + c, scales, have)) {
+      k = c;
+      break;
+    }
+  }
+  if (k >= 0 && k + n <= kStripRows) {
+    for (int64_t j = st.end - k; j < n; ++j) {
+      // Row `end` (and the decode's zero rows after it), then the pair it completes.
+      const int64_t r = st.end;
+      if (DecodeBf16(kernel, data + j, scales + j, 1, vllm, st.k.p.get() + r * kKRow, vpairs) !=
+          Bf16Decode::ok) {
+        st.clear();
+        return -1;
+      }
+      st.data.p[r] = data[j];
+      st.scales.p[r] = scales[j];
+      StripPair(st, r - 1);
+      st.end = r + 1;
+    }
+    st.begin = k;
+    return k;
+  }
+  // Not in the strip: a block continuing the last one not read here (or a strip that is full)
+  // starts the strip anew.
+  const bool full = k >= 0;
+  const bool continues =
+      full || (st.last_n == n &&
+               (same(st.last_data.p.get() + 1, data, st.last_scales.p.get() + 1, scales, n - 1) ||
+                same(st.last_data.p.get(), data, st.last_scales.p.get(), scales, n)));
+  if (!continues) {
+    std::copy(data, data + n, st.last_data.get(kAttentionBlock));
+    std::copy(scales, scales + n, st.last_scales.get(kAttentionBlock));
+    st.last_n = n;
+    st.end = 0;
+    return -1;
+  }
+  uint16_t* K = st.k.get((kStripRows + kRowAlign) * kKRow);
+  st.vp.get(2 * kStripVpCopy);
+  st.data.get(kStripRows);
+  st.scales.get(kStripRows);
+  st.clear();
+  if (DecodeBf16(kernel, data, scales, n, vllm, K, vpairs) != Bf16Decode::ok) return -1;
+  for (int64_t x = 0; x + 1 < n; ++x) StripPair(st, x);
+  std::copy(data, data + n, st.data.p.get());
+  std::copy(scales, scales + n, st.scales.p.get());
+  st.end = n;
+  return 0;
+}
+#endif
+
 // Token t, head groups g0 .. g1 − 1 (heads 32·g0 .. min(H, 32·g1) − 1), of each group the head
 // tiles c0 .. c1 − 1 (0 .. 1 but for a call of one group).
 void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel, int64_t t,
@@ -358,6 +499,9 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   // scores. Blocks alternate between two Vp buffers, (block, group) items between two S. acc
   // sees the same operations in the same order as without the pipeline.
   const size_t vp_words = kMlaDim / 64 * kVpBlock;
+  // Each parity's block's Vp and its vp_block: the block's own layout, or a strip's.
+  const uint32_t* vp_at[2] = {vpairs, vpairs + vp_words};
+  int64_t vp_block_at[2] = {kVpBlock, kVpBlock};
   SoftmaxRun run;
   bool pending = false;  // run has steps left
   int64_t due = -1;      // the block whose kernel values are left
@@ -374,8 +518,9 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       while (e < groups && q_exact[e]) ++e;
       const size_t oh = static_cast<size_t>(g * kHeadBlock) + h_lo;
       if (e > g)
-        kernel->values(ppairs + g * kPpGroup + h_lo, vpairs + (bb % 2) * vp_words, (nn + 1) / 2,
-                       bb == 0 ? nullptr : alpha + oh, acc + oh * kAccRow, e - g, h_tiles);
+        kernel->values(ppairs + g * kPpGroup + h_lo, vp_at[bb % 2], vp_block_at[bb % 2],
+                       (nn + 1) / 2, bb == 0 ? nullptr : alpha + oh, acc + oh * kAccRow, e - g,
+                       h_tiles);
       g = e + 1;
     }
   };
@@ -383,22 +528,43 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     if (due >= 0) kernel_values(due);
     due = -1;
   };
+  // Blocks a strip is likely to hold are not prefetched.
+  auto prefetch = [&](int64_t bb) {
+#if HWY_TARGET != HWY_SCALAR
+    if (all_q_exact && bb < kStrips &&
+        StripLikely(s.strips[bb], data + blocks[bb], blocks[bb + 1] - blocks[bb]))
+      return;
+#endif
+    PrefetchRows(data, scales, blocks[bb], blocks[bb + 1]);
+  };
   int64_t item = 0;
-  if (nblocks > 0) PrefetchRows(data, scales, 0, blocks[1]);
+  if (nblocks > 0) prefetch(0);
   for (int64_t b = 0; b < nblocks && !nan_token; ++b) {
     const int64_t j0 = blocks[b], n = blocks[b + 1] - j0;
-    if (b + 1 < nblocks) PrefetchRows(data, scales, blocks[b + 1], blocks[b + 2]);
+    if (b + 1 < nblocks) prefetch(b + 1);
     uint32_t* vp = vpairs + (b % 2) * vp_words;
+    const uint16_t* kb = krows;  // the block's K
+    vp_at[b % 2] = vp;
+    vp_block_at[b % 2] = kVpBlock;
     // Where every group's q is exact, the block is decoded into the bf16 layouts alone, the
     // decode finding whether its rows are exact; rows that are not (rare) are decoded again below.
     bool rows_exact = false, decoded = false, finite = true;
 #if HWY_TARGET != HWY_SCALAR
     if (all_q_exact) {
-      const Bf16Decode r =
-          kernel->decode_bf16 ? kernel->decode_bf16(data + j0, scales + j0, n, vllm, krows, vp)
-                              : DecodeBlockBf16(data + j0, scales + j0, n, vllm, krows, vp);
-      decoded = rows_exact = r != Bf16Decode::not_exact;
-      finite = r == Bf16Decode::ok;
+      const int64_t k = b < kStrips ? StripBlock(s.strips[b], kernel, data + j0, scales + j0, n,
+                                                 vllm, vp)
+                                    : -1;
+      if (k >= 0) {
+        const RowStrip& st = s.strips[b];
+        kb = st.k.p.get() + k * kKRow;
+        vp_at[b % 2] = st.vp.p.get() + k % 2 * kStripVpCopy + k / 2 * 64;
+        vp_block_at[b % 2] = kStripVpBlock;
+        decoded = rows_exact = true;
+      } else {
+        const Bf16Decode r = DecodeBf16(kernel, data + j0, scales + j0, n, vllm, krows, vp);
+        decoded = rows_exact = r != Bf16Decode::not_exact;
+        finite = r == Bf16Decode::ok;
+      }
     } else
 #endif
     if (kernel != nullptr) {
@@ -428,7 +594,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       const int64_t parity = item++ % 2;
       float* Sg = S + parity * kAttentionBlock * kHeadBlock;
       if (rows_exact && q_exact[g]) {
-        kernel->scores(krows, (n + kRowAlign - 1) / kRowAlign * kRowAlign,
+        kernel->scores(kb, (n + kRowAlign - 1) / kRowAlign * kRowAlign,
                        qp + o * kDimPairs + h_lo, h_tiles, Sg + h_lo,
                        pending ? &SoftmaxStep : nullptr, &run);
         end_softmax();
@@ -506,6 +672,7 @@ void run_attention(const SparseMlaAttentionArgs& a, const RunContext& ctx,
   const int64_t workers = std::min<int64_t>(threads, units);
   parallel_for(workers, static_cast<int>(workers), [&](int64_t w) {
     thread_local AttentionScratch scratch;
+    for (RowStrip& st : scratch.strips) st.clear();  // the caches' rows may have changed
     if (kernel && kernel->thread_begin) kernel->thread_begin();
     // Items i0 .. i1 − 1, item i the r-th of token i / per_token, r = i % per_token.
     const int64_t i0 = units * w / workers, i1 = units * (w + 1) / workers;

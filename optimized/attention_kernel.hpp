@@ -60,9 +60,10 @@ enum class Bf16Decode : uint8_t { ok, not_finite, not_exact };
 //   K   rows × 512 bf16, row-major, rows kKRow words apart: the block's rows (zero rows past the
 //       valid ones);
 //   Qp  kDimPairs × kHeadBlock words: word p·kHeadBlock + h is the pair (q[h][2p], q[h][2p + 1]);
-//   Vp  8 blocks of 64 dims, each 64 pairs × 64 words (kept apart so that a product over 64 dims
-//       reads one contiguous 16 KB): word (d / 64)·kVpBlock + i·64 + d % 64 is the pair
-//       (V[2i][d], V[2i + 1][d]);
+//   Vp  8 blocks of 64 dims, each of the rows' pairs × 64 words (kept apart so that a product
+//       over 64 dims reads one contiguous run): word (d / 64)·vp_block + i·64 + d % 64 is the pair
+//       (V[2i][d], V[2i + 1][d]); vp_block is kVpBlock for a block's own layout (64 pairs), more
+//       for rows shared by consecutive tokens (attention_hwy.cpp, RowStrip);
 //   Pp  pairs × kHeadBlock words: word i·kHeadBlock + h is the pair (P[h][2i], P[h][2i + 1]) of
 //       the bf16-rounded probabilities.
 // Vp and Pp hold zero pairs from `pairs` up to a multiple of 16 pairs.
@@ -81,8 +82,8 @@ struct AttentionKernel {
   // (of one group the heads h < kHeadTile·tiles; tiles = 2 where groups > 1):
   // acc[h·kAccRow + d] = RN(acc[h·kAccRow + d]·alpha[h]) (0 without alpha), then
   // += Σ_{j < 2·pairs} P[h][j]·V[j][d].
-  void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                 float* acc, int64_t groups, int tiles);
+  void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block, int64_t pairs,
+                 const float* alpha, float* acc, int64_t groups, int tiles);
   // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result)
   // in the kernel's ISA; null: the Highway one.
   Bf16Decode (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,

@@ -9,7 +9,9 @@
 //                               255 and outside [10, 246] (at random, and at a boundary column of
 //                               a set or a page edge, in the first or last tile at a boundary
 //                               dim), subnormal q and RoPE values (the bf16 variants then take
-//                               their fp32 path), both decode modes.
+//                               their fp32 path), both decode modes. Runs of consecutive tokens
+//                               of requests in prefill (sliding windows, C128A prefixes, C4A
+//                               sets): every token's bytes those of the token in a call alone.
 //   fused_qnorm_rope_kv_insert  the reference's bytes in q_out and in every cache byte (or the
 //                               same error), both clamp rules and both fp8_subnormals modes, with
 //                               1, 2 and 8 threads; kv padded with garbage rows (T_ins < T_kv),
@@ -325,6 +327,140 @@ const testing::Plan kAttentionRuns{false, std::nullopt, true, {1, 2, 8}};
 const bool kAttention = register_property("SparseMlaAttention", "WithinToleranceOfReference",
                                           "sparse_mla_attention", kAttentionRuns,
                                           attention_property);
+
+// ---- sparse_mla_attention over consecutive tokens of requests ----
+
+// Requests in prefill: each token reads the window of its position (metadata.md §6: oldest first,
+// −1 at the end while the position is below Nw − 1) and a compressed set: C128A's entries
+// 0 .. (pos + 1) / 128 − 1 in order (§7), or C4A's 512 drawn at random. Positions mostly advance
+// by one, sometimes stay or jump; some entries are non-finite or not bf16-exact. The tokens'
+// windows overlap, which the optimized driver may serve from rows decoded once for several
+// tokens (attention_hwy.cpp, RowStrip); every token's bytes must be those of the token alone.
+struct RunOfTokensCase {
+  int64_t requests = 1, H = 16, Nw = 128, first = 0;
+  std::vector<int64_t> steps;  // per token: its position minus the previous token's (request's)
+  Layer layer = Layer::c128a;
+  NopeDecode mode = NopeDecode::exact;
+  Values values;
+  Seed seed;
+};
+std::ostream& operator<<(std::ostream& os, const RunOfTokensCase& c) {
+  os << "RunOfTokensCase{requests=" << c.requests << ", H=" << c.H << ", Nw=" << c.Nw
+     << ", first=" << c.first << ", " << c.layer
+     << ", mode=" << (c.mode == NopeDecode::exact ? "exact" : "vllm") << ", " << c.values << ", "
+     << c.seed << ", steps=";
+  for (int64_t x : c.steps) os << x << " ";
+  return os << "}";
+}
+
+rc::Gen<RunOfTokensCase> gen_run_of_tokens_case() {
+  return rc::gen::exec([] {
+    RunOfTokensCase c;
+    // Tokens per request; 520 (one request of 16 heads, no C4A set): past a strip's 512 rows.
+    const int64_t n = *rc::gen::weightedElement<int64_t>({{8, 40}, {2, 120}, {1, 520}});
+    const bool long_run = n > 120;
+    c.requests = long_run ? 1 : *rc::gen::weightedElement<int64_t>({{3, 1}, {1, 2}});
+    c.H = n > 40 ? 16 : *rc::gen::weightedElement<int64_t>({{3, 16}, {1, 64}, {1, 5}});
+    c.Nw = *rc::gen::weightedElement<int64_t>({{4, 128}, {1, 32}, {1, 96}, {1, 130}});
+    c.first = *rc::gen::weightedElement<int64_t>({{2, 0}, {2, 200}, {1, 90}});
+    for (int64_t i = 0; i < c.requests * n; ++i)
+      c.steps.push_back(*rc::gen::weightedElement<int64_t>({{60, 1}, {1, 0}, {1, 2}, {1, 5}}));
+    c.layer = long_run ? *rc::gen::element(Layer::swa, Layer::c128a)
+                       : *rc::gen::element(Layer::swa, Layer::c4a_random, Layer::c128a);
+    c.mode = *rc::gen::element(NopeDecode::exact, NopeDecode::vllm);
+    c.values.q_exp = -4;
+    c.values.edge_bytes = *rc::gen::weightedElement<bool>({{6, false}, {1, true}});
+    c.values.nonfinite_one_in = *rc::gen::weightedElement<int>({{3, 0}, {1, 300}});
+    c.values.subnormals = *rc::gen::weightedElement<bool>({{8, false}, {1, true}});
+    c.seed = *gen_seed();
+    return c;
+  });
+}
+
+void run_of_tokens_property(const testing::Plan& plan) {
+  const RunOfTokensCase c = *gen_run_of_tokens_case();
+  std::mt19937_64 rng(c.seed.value);
+  const int64_t T = static_cast<int64_t>(c.steps.size()), H = c.H, per = T / c.requests;
+  // Positions, and each request's entries: window entries by position, compressed by index.
+  std::vector<int64_t> pos(static_cast<size_t>(T));
+  int64_t max_pos = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    pos[size_t(t)] = (t % per == 0 ? c.first : pos[size_t(t - 1)]) + c.steps[size_t(t)];
+    max_pos = std::max(max_pos, pos[size_t(t)]);
+  }
+  const int64_t Pw = 64, Pc = c.layer == Layer::c128a ? 2 : 64;
+  const int64_t wpages = (max_pos + Pw) / Pw, cmax = c.layer == Layer::c128a ? (max_pos + 1) / 128 + 1 : 600;
+  const int64_t cpages = (cmax + Pc - 1) / Pc;
+  Pages window(c.requests * wpages, Pw, 0, rng), compressed(c.requests * cpages, Pc, 0, rng);
+  for (int64_t e = 0; e < window.entries(); ++e) put_entry(window, e, c.values, rng);
+  for (int64_t e = 0; e < compressed.entries(); ++e) put_entry(compressed, e, c.values, rng);
+  // Block tables: each request's pages in a shuffled order.
+  std::vector<int64_t> wtable(static_cast<size_t>(window.pages)), ctable(size_t(compressed.pages));
+  std::iota(wtable.begin(), wtable.end(), 0);
+  std::iota(ctable.begin(), ctable.end(), 0);
+  std::shuffle(wtable.begin(), wtable.end(), rng);
+  std::shuffle(ctable.begin(), ctable.end(), rng);
+  const int64_t Nc = c.layer == Layer::swa ? 0 : c.layer == Layer::c4a_random ? 512 : cmax;
+  std::vector<int64_t> wset, cset;
+  std::vector<int64_t> pool(static_cast<size_t>(cmax));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t r = t / per, p = pos[size_t(t)], start = std::max<int64_t>(p - c.Nw + 1, 0);
+    for (int64_t o = 0; o < c.Nw; ++o) {
+      const int64_t e = start + o;
+      wset.push_back(e <= p ? wtable[size_t(r * wpages + e / Pw)] * Pw + e % Pw : -1);
+    }
+    if (c.layer == Layer::c4a_random) {
+      std::iota(pool.begin(), pool.end(), 0);
+      std::shuffle(pool.begin(), pool.end(), rng);
+    }
+    for (int64_t o = 0; o < Nc; ++o) {
+      const int64_t e = c.layer == Layer::c4a_random ? pool[size_t(o)] : o;
+      const bool valid = c.layer == Layer::c4a_random || o < (p + 1) / 128;
+      cset.push_back(valid ? ctable[size_t(r * cpages + e / Pc)] * Pc + e % Pc : -1);
+    }
+  }
+  // q ~ N(0, 1)·2^q_exp: draws from a table of 4096, indexed by random bits.
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> draws(4096);
+  for (auto& x : draws) x = to_bf16(std::ldexp(normal(rng), c.values.q_exp));
+  std::vector<uint16_t> q(static_cast<size_t>(std::max<int64_t>(T * H * 512, 1)));
+  for (auto& x : q) x = draws[rng() % 4096];
+  std::vector<float> sink(static_cast<size_t>(H));
+  for (float& x : sink) x = normal(rng);
+  RC_TAG(c.layer);
+
+  // Tokens t0 .. t0 + n − 1 in one call.
+  auto call = [&](const Options& o, int64_t t0, int64_t n, uint16_t* out, float* lse) {
+    sparse_mla_attention(
+        TensorView(q.data() + t0 * H * 512, DType::BF16, {n, H, 512}), window.view(), Pw,
+        TensorView(wset.data() + t0 * c.Nw, DType::I64, {n, c.Nw}), compressed.view(), Pc,
+        TensorView(Nc > 0 ? cset.data() + t0 * Nc : nullptr, DType::I64, {n, Nc}),
+        TensorView(sink.data(), DType::F32, {H}), kAttentionScale, c.mode,
+        MutableTensorView(out + t0 * H * 512, DType::BF16, {n, H, 512}),
+        MutableTensorView(lse + t0 * H, DType::F32, {n, H}), o);
+  };
+  // Each variant's tokens alone, from its first run (the thread count changes no byte).
+  std::map<std::string, std::pair<std::vector<uint16_t>, std::vector<float>>> alone;
+  testing::for_each(testing::runs("sparse_mla_attention", plan), [&](const testing::Run& run) {
+    const std::string label = run.label();
+    std::vector<uint16_t> out(q.size(), 0xA5A5);
+    std::vector<float> lse(static_cast<size_t>(T * H));
+    call(run.options(), 0, T, out.data(), lse.data());
+    auto& [one, lse_one] = alone[run.variant.name + ":" + run.target];
+    if (one.empty()) {
+      one.assign(q.size(), 0x5A5A);
+      lse_one.resize(lse.size());
+      for (int64_t t = 0; t < T; ++t) call(run.options(), t, 1, one.data(), lse_one.data());
+    }
+    assert_same_bytes(out, one, label + " out vs tokens alone");
+    assert_same_bytes(lse, lse_one, label + " lse vs tokens alone");
+  });
+}
+
+// Every optimized variant (Highway's on the dispatched target), 1 and 2 threads.
+const bool kRunOfTokens = register_property(
+    "SparseMlaAttention", "RunsOfTokensGiveTheBytesOfTokensAlone", "sparse_mla_attention",
+    testing::Plan{false, std::nullopt, false, {1, 2}}, run_of_tokens_property);
 
 // ---- fused_qnorm_rope_kv_insert ----
 

@@ -40,9 +40,9 @@ void scores_model(const uint16_t* K, int64_t rows, const uint32_t* Qp, int head_
                   void (*step)(void*), void* step_arg) {
   opt::amx_scores(tiles(), K, rows, Qp, head_tiles, S, step, step_arg);
 }
-void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t pairs, const float* alpha,
-                  float* acc, int64_t groups, int head_tiles) {
-  opt::amx_values(tiles(), Pp, Vp, pairs, alpha, acc, groups, head_tiles);
+void values_model(const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block, int64_t pairs,
+                  const float* alpha, float* acc, int64_t groups, int head_tiles) {
+  opt::amx_values(tiles(), Pp, Vp, vp_block, pairs, alpha, acc, groups, head_tiles);
 }
 const opt::AttentionKernel kModel = {&scores_model, &values_model, nullptr, &opt::pack_q, nullptr,
                                      nullptr};
@@ -110,7 +110,7 @@ TEST(AmxAttentionModel, ScoresAndValuesByHand) {
       Vp[d / 64 * opt::kVpBlock + (j / 2) * 64 + d % 64] |= j % 2 ? v << 16 : v;
     }
   std::vector<float> acc(32 * opt::kAccRow, 2.0f), alpha(32, 0.5f);
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 1, 2);
+  opt::amx_values(t, Pp.data(), Vp.data(), opt::kVpBlock, 20, alpha.data(), acc.data(), 1, 2);
   for (int h = 0; h < 32; ++h)
     for (int d = 0; d < opt::kAccRow; ++d)  // the row's padding untouched
       ASSERT_EQ(acc[h * opt::kAccRow + d], d < 512 ? 1.0f + static_cast<float>(h + d / 64) : 2.0f)
@@ -140,10 +140,10 @@ TEST(AmxAttentionModel, ValuesOfThreeGroupsByHand) {
   std::vector<float> alpha(3 * 32, 1.0f);
   std::fill(alpha.begin() + 32, alpha.begin() + 64, 0.5f);
   EmulatedTiles t;
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, nullptr, acc.data(), 3, 2);
+  opt::amx_values(t, Pp.data(), Vp.data(), opt::kVpBlock, 20, nullptr, acc.data(), 3, 2);
   // Two steps: 32 chunks of 16 dims × 4 tiles for the pair, 16 chunks of 32 dims × 4 for the last.
   EXPECT_EQ(t.dots, 2 * (32 * 4 + 16 * 4));
-  opt::amx_values(t, Pp.data(), Vp.data(), 20, alpha.data(), acc.data(), 3, 2);
+  opt::amx_values(t, Pp.data(), Vp.data(), opt::kVpBlock, 20, alpha.data(), acc.data(), 3, 2);
   for (int g = 0; g < 3; ++g)
     for (int h = 0; h < 32; ++h)
       for (int d = 0; d < opt::kAccRow; ++d) {
@@ -196,8 +196,8 @@ TEST(AmxAttentionModel, OneHeadTileGivesItsHalfOfTheGroup) {
   const float* none = nullptr;
   for (const float* al : {none, static_cast<const float*>(alpha.data())}) {
     std::vector<float> acc2 = acc0, acc1 = acc0;
-    opt::amx_values(t, Pp.data(), Vp.data(), 20, al, acc2.data(), 1, 2);
-    opt::amx_values(t, Pp.data() + 16, Vp.data(), 20, al ? al + 16 : nullptr,
+    opt::amx_values(t, Pp.data(), Vp.data(), opt::kVpBlock, 20, al, acc2.data(), 1, 2);
+    opt::amx_values(t, Pp.data() + 16, Vp.data(), opt::kVpBlock, 20, al ? al + 16 : nullptr,
                     acc1.data() + 16 * opt::kAccRow, 1, 1);
     for (int h = 0; h < 32; ++h)
       for (int d = 0; d < opt::kAccRow; ++d) {
@@ -270,6 +270,43 @@ AttentionCase random_case(uint64_t seed, NopeDecode mode) {
   c.sink[3] = -std::numeric_limits<float>::infinity();
   c.mode = mode;
   return c;
+}
+
+// Tokens t0 .. t0 + n − 1 of a run of 32 in prefill (one request, 16 heads): each token reads the
+// window of its position (oldest first; position 310 twice, 319 and 320 skipped) and C128A's
+// entries 0 .. (pos + 1) / 128 − 1; the entry at position 325 has a scale byte outside [10, 246].
+AttentionCase run_of_tokens(int64_t t0, int64_t n) {
+  constexpr int64_t kPages[6] = {4, 1, 5, 0, 3, 2};
+  std::mt19937_64 rng(11);
+  AttentionCase c(n, 16, MlaPages(6, 64), 128, MlaPages(4, 2, 24), 4);
+  for (int64_t s = 0; s < 6 * 64; ++s) c.window.put_random(s, rng);
+  for (int64_t s = 0; s < 8; ++s) c.compressed.put_random(s, rng);
+  auto slot = [&](int64_t e) { return kPages[e / 64] * 64 + e % 64; };
+  c.window.bytes[static_cast<size_t>(c.window.scales_at(slot(325)) + 3)] = 5;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = t0 + i, pos = 300 + t - (t > 10) + 2 * (t > 18);
+    for (int64_t o = 0; o < 128; ++o) c.wslot(i, o) = slot(pos - 127 + o);
+    for (int64_t o = 0; o < (pos + 1) / 128; ++o) c.cslot(i, o) = o;
+    std::mt19937_64 qrng(100 + static_cast<uint64_t>(t));
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    for (int64_t h = 0; h < 16; ++h)
+      for (int d = 0; d < 512; ++d) c.q_row(i, h)[d] = to_bf16(normal(qrng));
+  }
+  c.sink.assign(16, 0.25f);
+  return c;
+}
+
+// The driver may read a token's window from rows decoded for the tokens before it (RowStrip in
+// optimized/attention_hwy.cpp): every token's bytes are those of the token in a call of its own.
+TEST(AmxAttentionModel, RunOfTokensGivesTheBytesOfTokensAlone) {
+  AttentionCase all = run_of_tokens(0, 32);
+  run_model(all, 1);
+  for (int64_t t = 0; t < 32; ++t) {
+    AttentionCase one = run_of_tokens(t, 1);
+    run_model(one, 1);
+    ASSERT_EQ(std::memcmp(one.out.data(), all.out.data() + t * 16 * 512, 16 * 512 * 2), 0) << t;
+    ASSERT_EQ(std::memcmp(one.lse.data(), all.lse.data() + t * 16, 16 * 4), 0) << t;
+  }
 }
 
 TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {

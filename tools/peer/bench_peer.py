@@ -190,23 +190,35 @@ def mla_cache(entries, per_page, seed):
     return cache, shuffled(pages, seed)[entry // per_page] * per_page + entry % per_page
 
 
-def attention_case(shape, heads=ATTENTION_HEADS):
+def attention_case(shape, heads=ATTENTION_HEADS, c128a=False):
     """bench_attention.cpp's ``c4a_<shape>_h<heads>``: R requests of n tokens; request r owns
     n + 127 window entries, its token i reads entries i .. i + 127 and 512 distinct entries of its
-    pool. vLLM's options (the plugin's, docs/vllm.md): ``nope_decode = vllm``."""
+    pool; with ``c128a`` (``c128a_<shape>_h<heads>``) the entries 0 .. (i + 128) // 128 - 1 of a
+    pool of C128A entries (2 per page) in order, -1 in the columns after them. vLLM's options (the
+    plugin's, docs/vllm.md): ``nope_decode = vllm``."""
     requests, n = BATCH_SHAPES[shape]
     tokens, window = requests * n, dsv4cpu.kSlidingWindow
     swa = n + window - 1
     window_cache, window_slot = mla_cache(requests * swa, dsv4cpu.kSwaBlockSize, 21)
-    compressed_cache, compressed_slot = mla_cache(requests * POOL, 64, 22)
     request, i = torch.arange(tokens) // n, torch.arange(tokens) % n
-    picks = torch.rand(tokens, POOL, generator=generator(24)).argsort(1)[:, :SELECTED]
+    if c128a:
+        cols = (n - 1 + window) // 128 + 1
+        compressed_cache, compressed_slot = mla_cache(requests * cols, 2, 22)
+        entry = torch.arange(cols)[None, :]
+        compressed_slots = torch.where(entry < ((i + window) // 128)[:, None],
+                                       compressed_slot[request[:, None] * cols + entry], -1)
+        block_size = 2
+    else:
+        compressed_cache, compressed_slot = mla_cache(requests * POOL, 64, 22)
+        picks = torch.rand(tokens, POOL, generator=generator(24)).argsort(1)[:, :SELECTED]
+        compressed_slots = compressed_slot[request[:, None] * POOL + picks]
+        block_size = 64
     return {"q": torch.randn(tokens, heads, dsv4cpu.kMainHeadDim,
                              generator=generator(23)).to(torch.bfloat16),
             "window_cache": window_cache, "window_block_size": dsv4cpu.kSwaBlockSize,
             "window_slots": window_slot[(request * swa + i)[:, None] + torch.arange(window)],
-            "compressed_cache": compressed_cache, "compressed_block_size": 64,
-            "compressed_slots": compressed_slot[request[:, None] * POOL + picks],
+            "compressed_cache": compressed_cache, "compressed_block_size": block_size,
+            "compressed_slots": compressed_slots,
             "attn_sink": torch.full((heads,), 0.5), "scale": None,
             **VLLM_OPTIONS["sparse_mla_attention"],
             "out": torch.empty(tokens, heads, dsv4cpu.kMainHeadDim, dtype=torch.bfloat16)}
@@ -274,6 +286,12 @@ def cases():
                     lambda s=shape: inverse_rope_case(s)))
     # Flash's heads under tensor parallelism of 2: one group of 32 (bench_attention.cpp).
     out.append(("sparse_mla_attention", "c4a_decode1_h32", lambda: attention_case("decode1", 32)))
+    # 16 heads: a rank of Pro under tensor parallelism of 8, and docs/vllm.md's engine model.
+    out.append(("sparse_mla_attention", "c4a_decode8_h16", lambda: attention_case("decode8", 16)))
+    out.append(("sparse_mla_attention", "c4a_prefill4096_h16",
+                lambda: attention_case("prefill4096", 16)))
+    out.append(("sparse_mla_attention", "c128a_prefill4096_h16",
+                lambda: attention_case("prefill4096", 16, c128a=True)))
     return out
 
 
