@@ -132,8 +132,10 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
 
 // DecodeBlock for blocks of bf16-exact rows (RowBf16Exact) when only the bf16 layouts are
 // wanted: the same krows and vpairs and the same finiteness, computed on the codes in 16-bit lanes
-// (an AttentionKernel may bring its own: decode_bf16). Whether the rows are exact it finds on the
-// way (Bf16Decode::not_exact), so that the driver reads them once.
+// (an AttentionKernel may bring its own: decode_bf16), but for the zero rows and pairs after the
+// rows (and the pad row of an odd n), which the caller adds where it needs them (PadBf16Layouts).
+// Whether the rows are exact it finds on the way (Bf16Decode::not_exact), so that the driver reads
+// them once.
 // With every scale byte in [10, 246], a NoPE value is a normal bf16 whose bits are those of the
 // code's e4m3 value (bf16_of_code: E ≥ 1 rebiased by +120, E = 0 normalised; vllm: the rebiased
 // form for every code) with the tile's exponent s − 127 added; a vllm tile with byte 0 is +0.
@@ -199,7 +201,6 @@ Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* sca
                  d32, w + kW / 2);
     }
   }
-  PadBf16Layouts(n, krows, vpairs);
   if (!bytes_exact || !hn::AllFalse(dw, hn::Ne(subnormal, hn::Zero(dw))))
     return Bf16Decode::not_exact;
   return hn::AllFalse(dw, hn::Ne(bad, hn::Zero(dw))) ? Bf16Decode::ok : Bf16Decode::not_finite;

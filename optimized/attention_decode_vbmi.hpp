@@ -119,7 +119,6 @@ inline Bf16Decode decode_block_bf16_vbmi(const uint8_t* const* data, const uint8
       }
     }
   }
-  PadBf16Layouts(n, krows, vpairs);
   if (!bytes_exact || rope_subnormal != 0) return Bf16Decode::not_exact;
   return rope_bad == 0 && _mm512_cmpeq_epi8_mask(nan, _mm512_set1_epi8(-1)) == 0
              ? Bf16Decode::ok

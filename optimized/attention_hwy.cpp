@@ -323,7 +323,7 @@ void Finish(const SparseMlaAttentionArgs& a, int64_t t, int64_t h, bool nan_row,
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// DecodeBlockBf16, or the kernel's own.
+// DecodeBlockBf16, or the kernel's own (no padding).
 Bf16Decode DecodeBf16(const AttentionKernel* kernel, const uint8_t* const* data,
                       const uint8_t* const* scales, int64_t n, bool vllm, uint16_t* krows,
                       uint32_t* vpairs) {
@@ -386,7 +386,7 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   }
   if (k >= 0 && k + n <= kStripRows) {
     for (int64_t j = st.end - k; j < n; ++j) {
-      // Row `end` (and the decode's zero rows after it), then the pair it completes.
+      // Row `end` (and a zero row after it), then the pair it completes.
       const int64_t r = st.end;
       if (DecodeBf16(kernel, data + j, scales + j, 1, vllm, st.k.p.get() + r * kKRow, vpairs) !=
           Bf16Decode::ok) {
@@ -562,6 +562,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
         decoded = rows_exact = true;
       } else {
         const Bf16Decode r = DecodeBf16(kernel, data + j0, scales + j0, n, vllm, krows, vp);
+        PadBf16Layouts(n, krows, vp);
         decoded = rows_exact = r != Bf16Decode::not_exact;
         finite = r == Bf16Decode::ok;
       }

@@ -84,8 +84,8 @@ struct AttentionKernel {
   // += Σ_{j < 2·pairs} P[h][j]·V[j][d].
   void (*values)(const uint32_t* Pp, const uint32_t* Vp, int64_t vp_block, int64_t pairs,
                  const float* alpha, float* acc, int64_t groups, int tiles);
-  // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result)
-  // in the kernel's ISA; null: the Highway one.
+  // DecodeBlockBf16 of optimized/attention_decode_hwy-inl.h (the same krows, vpairs and result,
+  // no padding) in the kernel's ISA; null: the Highway one.
   Bf16Decode (*decode_bf16)(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
                             bool vllm, uint16_t* krows, uint32_t* vpairs);
   // Qp of a group from its first head row q (rows of 512 bf16 one after the other), zero for the

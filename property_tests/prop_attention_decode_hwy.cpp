@@ -1,11 +1,12 @@
 // The bf16 dequantisation of sparse_mla_attention (optimized/attention_decode_hwy-inl.h), compiled
 // here for every Highway target: for blocks of bf16-exact rows (every scale byte in [10, 246], or 0
 // with nope_decode = vllm; no bf16 subnormal among the RoPE values), DecodeBlockBf16 gives the bf16
-// rows and row pairs of DecodeBlock bit for bit, and the same finiteness (NaN codes, non-finite
-// RoPE values). So does the VBMI decode of the AMX kernel (optimized/attention_decode_vbmi.hpp,
-// compiled here under a target pragma), where the CPU has VBMI. For blocks with a row that is not
-// bf16-exact, both say so (Bf16Decode::not_exact). The op-level properties compare attention outputs within a bound, where one wrong
-// bf16 operand may hide; this compares the operands themselves.
+// rows and row pairs of DecodeBlock bit for bit (with the zero padding the driver adds), and the
+// same finiteness (NaN codes, non-finite RoPE values). So does the VBMI decode of the AMX kernel
+// (optimized/attention_decode_vbmi.hpp, compiled here under a target pragma), where the CPU has
+// VBMI. For blocks with a row that is not bf16-exact, both say so (Bf16Decode::not_exact). The
+// op-level properties compare attention outputs within a bound, where one wrong bf16 operand may
+// hide; this compares the operands themselves.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "prop_attention_decode_hwy.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -28,6 +29,7 @@ bool DecodeBoth(const uint8_t* const* data, const uint8_t* const* scales, int64_
   *finite = DecodeBlock(data, scales, n, vllm ? NopeDecode::vllm : NopeDecode::exact, nullptr,
                         krows, vpairs);
   *bf16 = DecodeBlockBf16(data, scales, n, vllm, krows_bf16, vpairs_bf16);
+  PadBf16Layouts(n, krows_bf16, vpairs_bf16);  // as the driver does
   return true;
 #endif
 }
@@ -58,7 +60,10 @@ namespace vbmi {
 namespace {
 dsv4cpu::detail::opt::Bf16Decode decode(const uint8_t* const* data, const uint8_t* const* scales,
                                         int64_t n, bool vllm, uint16_t* krows, uint32_t* vpairs) {
-  return dsv4cpu::detail::opt::decode_block_bf16_vbmi(data, scales, n, vllm, krows, vpairs);
+  namespace opt = dsv4cpu::detail::opt;
+  const opt::Bf16Decode r = opt::decode_block_bf16_vbmi(data, scales, n, vllm, krows, vpairs);
+  opt::PadBf16Layouts(n, krows, vpairs);  // as the driver does
+  return r;
 }
 }  // namespace
 }  // namespace vbmi
