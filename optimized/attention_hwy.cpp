@@ -24,9 +24,9 @@
 // Rows shared by consecutive tokens: in a prefill the window of a token is the window of the token
 // before it shifted by one entry, and a C128A token's full compressed blocks are those of the
 // tokens before it. A thread's first kStrips blocks of a token may be read from a strip (RowStrip)
-// of rows decoded once for its run of tokens, where the block's entries are strip rows k .. k + n − 1
-// (the same data and scale addresses, checked entry by entry); the kernel gets the bf16 values its
-// own decode would give, so no result depends on whether a strip served a block.
+// of rows decoded once for its run of tokens, where the block's entries are strip rows
+// k .. k + n − 1 (the same data and scale addresses, checked entry by entry); the kernel gets the
+// bf16 values its own decode would give, so no result depends on whether a strip served a block.
 //
 // §2.6: a gathered row with a NaN or infinite value makes every score of the token non-finite
 // (q·inf and 0·inf are not finite, and an fma chain never returns from there), so the whole token

@@ -389,7 +389,8 @@ void run_of_tokens_property(const testing::Plan& plan) {
     max_pos = std::max(max_pos, pos[size_t(t)]);
   }
   const int64_t Pw = 64, Pc = c.layer == Layer::c128a ? 2 : 64;
-  const int64_t wpages = (max_pos + Pw) / Pw, cmax = c.layer == Layer::c128a ? (max_pos + 1) / 128 + 1 : 600;
+  const int64_t wpages = (max_pos + Pw) / Pw;
+  const int64_t cmax = c.layer == Layer::c128a ? (max_pos + 1) / 128 + 1 : 600;
   const int64_t cpages = (cmax + Pc - 1) / Pc;
   Pages window(c.requests * wpages, Pw, 0, rng), compressed(c.requests * cpages, Pc, 0, rng);
   for (int64_t e = 0; e < window.entries(); ++e) put_entry(window, e, c.values, rng);
