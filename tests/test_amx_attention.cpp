@@ -22,6 +22,7 @@
 #include "test_amx_model.hpp"
 #include "test_attention_util.hpp"
 #include "testing/attention.hpp"
+#include "testing/runs.hpp"
 
 namespace dsv4cpu {
 namespace {
@@ -297,16 +298,24 @@ AttentionCase run_of_tokens(int64_t t0, int64_t n) {
 }
 
 // The driver may read a token's window from rows decoded for the tokens before it (RowStrip in
-// optimized/attention_hwy.cpp): every token's bytes are those of the token in a call of its own.
+// optimized/attention_hwy.cpp): every token's bytes are those of the token in a call of its own,
+// with the driver of every Highway target.
 TEST(AmxAttentionModel, RunOfTokensGivesTheBytesOfTokensAlone) {
-  AttentionCase all = run_of_tokens(0, 32);
-  run_model(all, 1);
-  for (int64_t t = 0; t < 32; ++t) {
-    AttentionCase one = run_of_tokens(t, 1);
-    run_model(one, 1);
-    ASSERT_EQ(std::memcmp(one.out.data(), all.out.data() + t * 16 * 512, 16 * 512 * 2), 0) << t;
-    ASSERT_EQ(std::memcmp(one.lse.data(), all.lse.data() + t * 16, 16 * 4), 0) << t;
-  }
+  const testing::RunList targets =
+      testing::runs("sparse_mla_attention", testing::Plan{false, "", true, {1}});
+  ASSERT_FALSE(targets.runs.empty());
+  testing::for_each(targets, [](const testing::Run& run) {
+    AttentionCase all = run_of_tokens(0, 32);
+    run_model(all, 1);
+    for (int64_t t = 0; t < 32; ++t) {
+      AttentionCase one = run_of_tokens(t, 1);
+      run_model(one, 1);
+      ASSERT_EQ(std::memcmp(one.out.data(), all.out.data() + t * 16 * 512, 16 * 512 * 2), 0)
+          << run.target << " token " << t;
+      ASSERT_EQ(std::memcmp(one.lse.data(), all.lse.data() + t * 16, 16 * 4), 0)
+          << run.target << " token " << t;
+    }
+  });
 }
 
 TEST(AmxAttentionModel, DriverWithinToleranceOfReference) {
