@@ -130,6 +130,21 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
   return hn::AllFalse(du, hn::Eq(emax, hn::Set(du, 0x7F800000u)));
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// The row pair words (Vp of attention_kernel.hpp) of one vector of dims of two bf16 rows, a and b:
+// word k at w[k] holds a's value k in the low half and b's in the high half.
+template <class DW>
+HWY_INLINE void StorePairWords(DW dw, hn::Vec<DW> a, hn::Vec<DW> b, uint32_t* w) {
+  const hn::Half<DW> dh;
+  const hn::Repartition<uint32_t, DW> d32;
+  hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::LowerHalf(dh, a)),
+                    hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LowerHalf(dh, b)))),
+             d32, w);
+  hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::UpperHalf(dh, a)),
+                    hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::UpperHalf(dh, b)))),
+             d32, w + hn::Lanes(dw) / 2);
+}
+
 // DecodeBlock for blocks of bf16-exact rows (RowBf16Exact) when only the bf16 layouts are
 // wanted: the same krows and vpairs and the same finiteness, computed on the codes in 16-bit lanes
 // (an AttentionKernel may bring its own: decode_bf16), but for the zero rows and pairs after the
@@ -140,13 +155,10 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
 // code's e4m3 value (bf16_of_code: E ≥ 1 rebiased by +120, E = 0 normalised; vllm: the rebiased
 // form for every code) with the tile's exponent s − 127 added; a vllm tile with byte 0 is +0.
 // So the only non-finite values are NaN codes (outside vllm +0 tiles) and non-finite RoPE values.
-#if HWY_TARGET != HWY_SCALAR
 Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
                            bool vllm, uint16_t* krows, uint32_t* vpairs) {
   const hn::ScalableTag<uint16_t> dw;
   const hn::Rebind<uint8_t, decltype(dw)> db;
-  const hn::Half<decltype(dw)> dh;
-  const hn::Repartition<uint32_t, decltype(dw)> d32;
   using VW = hn::Vec<decltype(dw)>;
   constexpr size_t kW = HWY_LANES(uint16_t);
   static_assert(kMlaTile % kW == 0, "a vector of codes lies in one tile");
@@ -191,14 +203,7 @@ Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* sca
       const VW b = second ? decode(data[j + 1], scales[j + 1], d) : hn::Zero(dw);
       hn::StoreU(a, dw, krows + j * kKRow + d);
       hn::StoreU(b, dw, krows + (j + 1) * kKRow + d);
-      // Row pair words: the value of row j in the low half, of row j + 1 in the high half.
-      uint32_t* w = vpairs + d / 64 * kVpBlock + i * 64 + d % 64;
-      hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::LowerHalf(dh, a)),
-                        hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LowerHalf(dh, b)))),
-                 d32, w);
-      hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::UpperHalf(dh, a)),
-                        hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::UpperHalf(dh, b)))),
-                 d32, w + kW / 2);
+      StorePairWords(dw, a, b, vpairs + d / 64 * kVpBlock + i * 64 + d % 64);
     }
   }
   if (!bytes_exact || !hn::AllFalse(dw, hn::Ne(subnormal, hn::Zero(dw))))

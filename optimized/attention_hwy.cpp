@@ -334,22 +334,12 @@ Bf16Decode DecodeBf16(const AttentionKernel* kernel, const uint8_t* const* data,
 // The strip's Vp words of rows x, x + 1 (pair x / 2 of copy x % 2) from its K rows.
 void StripPair(RowStrip& st, int64_t x) {
   const hn::ScalableTag<uint16_t> dw;
-  const hn::Half<decltype(dw)> dh;
-  const hn::Repartition<uint32_t, decltype(dw)> d32;
-  constexpr size_t kW = HWY_LANES(uint16_t);
   const uint16_t* a = st.k.p.get() + x * kKRow;
   const uint16_t* b = a + kKRow;
-  uint32_t* w0 = st.vp.p.get() + x % 2 * kStripVpCopy + x / 2 * 64;
-  for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kW) {
-    const auto va = hn::LoadU(dw, a + d), vb = hn::LoadU(dw, b + d);
-    uint32_t* w = w0 + d / 64 * kStripVpBlock + d % 64;
-    hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::LowerHalf(dh, va)),
-                      hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LowerHalf(dh, vb)))),
-               d32, w);
-    hn::StoreU(hn::Or(hn::PromoteTo(d32, hn::UpperHalf(dh, va)),
-                      hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::UpperHalf(dh, vb)))),
-               d32, w + kW / 2);
-  }
+  uint32_t* w = st.vp.p.get() + x % 2 * kStripVpCopy + x / 2 * 64;
+  for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += hn::Lanes(dw))
+    StorePairWords(dw, hn::LoadU(dw, a + d), hn::LoadU(dw, b + d),
+                   w + d / 64 * kStripVpBlock + d % 64);
 }
 
 // Whether a block of n entries may continue the strip (a cheap test of its first entry, for the
