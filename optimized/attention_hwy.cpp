@@ -81,15 +81,17 @@ inline constexpr int64_t kStripVpBlock = kStripRows / 2 * 64, kStripVpCopy = 8 *
 // New entries a block may add to a strip (a block with more is decoded on its own).
 inline constexpr int64_t kStripAppend = 4;
 
-// The bf16 layouts of rows 0 .. end − 1 decoded once for consecutive tokens: K rows kKRow words
-// apart as in a block's krows, and Vp twice (vp_block kStripVpBlock), copy c holding the pairs of
-// rows (2i + c, 2i + c + 1) below `end`, so that a block of an even number of rows starting at
-// row k is whole pairs of copy k % 2 from pair k / 2. `data`, `scales` are the rows' entries; rows
-// begin .. are the last block read here. `last` holds the entries of the last block not read
-// here: a block that continues it (the same entries, or shifted by one) starts a strip.
+// Rows 0 .. end − 1 decoded once for consecutive tokens. For a kernel, in its bf16 layouts: K rows
+// kKRow words apart as in a block's krows, and Vp twice (vp_block kStripVpBlock), copy c holding
+// the pairs of rows (2i + c, 2i + c + 1) below `end`, so that a block of an even number of rows
+// starting at row k is whole pairs of copy k % 2 from pair k / 2; for the fp32 products, as fp32
+// rows (`f`, kMlaDim apart). `data`, `scales` are the rows' entries; rows begin .. are the last
+// block read here. `last` holds the entries of the last block not read here: a block that
+// continues it (the same entries, or shifted by one) starts a strip.
 struct RowStrip {
   ScratchBuffer<uint16_t> k;
   ScratchBuffer<uint32_t> vp;
+  ScratchBuffer<float> f;
   ScratchBuffer<const uint8_t*> data, scales, last_data, last_scales;
   int64_t begin = 0, end = 0, last_n = 0;
   void clear() { begin = end = last_n = 0; }
@@ -135,33 +137,73 @@ void PrefetchRows(const uint8_t* const* data, const uint8_t* const* scales, int6
 
 // ---- the fp32 products ----
 
-// S[j][h] for rows j0 .. j0 + R − 1 and the head group: fma chains over d ascending from +0, q
-// (transposed, qt[d][h]) times the broadcast K[j][d].
-template <size_t R>
+// S[j][h] for rows j0 .. j0 + R − 1 and V vectors of kN heads: fma chains over d ascending from
+// +0, q (transposed, qt[d][h], rows kHeadBlock apart) times the broadcast K[j][d].
+template <size_t R, size_t V>
 HWY_INLINE void ScoresRows(const float* HWY_RESTRICT rows, const float* HWY_RESTRICT qt,
                            float* HWY_RESTRICT S) {
   const DF df;
-  VF acc[R][kHeadVecs];
+  VF acc[R][V];
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < kHeadVecs; ++v) acc[r][v] = hn::Zero(df);
+    for (size_t v = 0; v < V; ++v) acc[r][v] = hn::Zero(df);
   for (size_t d = 0; d < static_cast<size_t>(kMlaDim); ++d) {
-    VF q[kHeadVecs];
-    for (size_t v = 0; v < kHeadVecs; ++v) q[v] = hn::Load(df, qt + d * kHeadBlock + v * kN);
+    VF q[V];
+    for (size_t v = 0; v < V; ++v) q[v] = hn::Load(df, qt + d * kHeadBlock + v * kN);
     for (size_t r = 0; r < R; ++r) {
       const VF k = hn::Set(df, rows[r * kMlaDim + d]);
-      for (size_t v = 0; v < kHeadVecs; ++v) acc[r][v] = hn::MulAdd(q[v], k, acc[r][v]);
+      for (size_t v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(q[v], k, acc[r][v]);
     }
   }
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < kHeadVecs; ++v) hn::Store(acc[r][v], df, S + r * kHeadBlock + v * kN);
+    for (size_t v = 0; v < V; ++v) hn::Store(acc[r][v], df, S + r * kHeadBlock + v * kN);
 }
 
-void ScoresF32(const float* rows, int64_t n, const float* qt, float* S) {
-  constexpr size_t R = kHeadVecs >= 12 ? 1 : 12 / kHeadVecs;
+template <size_t V>
+void ScoresRowsF32(const float* rows, int64_t n, const float* qt, float* S) {
+  constexpr size_t R = V >= 12 ? 1 : 12 / V;  // about 12 accumulators
   int64_t j = 0;
   for (; j + static_cast<int64_t>(R) <= n; j += R)
-    ScoresRows<R>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
-  for (; j < n; ++j) ScoresRows<1>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
+    ScoresRows<R, V>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
+  for (; j < n; ++j) ScoresRows<1, V>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
+}
+
+// The scores of the computed heads: both tiles of the group (vecs = kHeadVecs) or one.
+void ScoresF32(const float* rows, int64_t n, const float* qt, float* S, size_t vecs) {
+  if (vecs == kHeadVecs)
+    ScoresRowsF32<kHeadVecs>(rows, n, qt, S);
+  else
+    ScoresRowsF32<kHeadVecs / 2>(rows, n, qt, S);
+}
+
+// qt[d][c] (rows kHeadBlock apart) for c < cols, a multiple of kN: q's value of head c, zero from
+// hq on (q: rows of 512 bf16). kN heads by kN dims at a time: the heads' values widened, then
+// transposed by log2(kN) rounds of ConcatEven / ConcatOdd. A round takes the even, then the odd
+// elements of the rows read as one array (row-major), which rotates the bits of an element's
+// index (row, lane) right by one; log2(kN) rounds swap row and lane.
+void TransposeQ(const uint16_t* q, int64_t hq, size_t cols, float* qt) {
+  const DF df;
+  const DU du;
+  const hn::Rebind<uint16_t, DF> d16;
+  for (size_t c0 = 0; c0 < cols; c0 += kN)
+    for (size_t d0 = 0; d0 < static_cast<size_t>(kMlaDim); d0 += kN) {
+      VF r[kN];
+      for (size_t k = 0; k < kN; ++k)
+        r[k] = static_cast<int64_t>(c0 + k) < hq
+                   ? hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(
+                                         du, hn::LoadU(d16, q + (c0 + k) * kMlaDim + d0))))
+                   : hn::Zero(df);
+#if HWY_TARGET != HWY_SCALAR
+      for (size_t round = 1; round < kN; round *= 2) {
+        VF t[kN];
+        for (size_t k = 0; k < kN / 2; ++k) {
+          t[k] = hn::ConcatEven(df, r[2 * k + 1], r[2 * k]);
+          t[kN / 2 + k] = hn::ConcatOdd(df, r[2 * k + 1], r[2 * k]);
+        }
+        for (size_t k = 0; k < kN; ++k) r[k] = t[k];
+      }
+#endif
+      for (size_t k = 0; k < kN; ++k) hn::Store(r[k], df, qt + (d0 + k) * kHeadBlock + c0);
+    }
 }
 
 // acc[h][d] = RN(acc·α[h]), then fma(bf16(p_j), V_j[d], acc) for j ascending, for the heads
@@ -343,20 +385,23 @@ void StripPair(RowStrip& st, int64_t x) {
 }
 
 // Whether a block of n entries may continue the strip (a cheap test of its first entry, for the
-// prefetch).
-bool StripLikely(const RowStrip& st, const uint8_t* const* data, int64_t n) {
-  if (n % 32 != 0 || st.end == 0) return false;
+// prefetch); `kernel` as for StripBlock.
+bool StripLikely(const RowStrip& st, const AttentionKernel* kernel, const uint8_t* const* data,
+                 int64_t n) {
+  if ((kernel != nullptr && n % 32 != 0) || st.end == 0) return false;
   const int64_t k = st.begin + 1 < st.end ? st.begin + 1 : st.begin;
   return st.data.p[k] == data[0] || st.data.p[st.begin] == data[0];
 }
 
-// The strip row where the block of n entries (n a multiple of 32, so that the kernel reads no
-// padding) starts, its new rows decoded and its Vp pairs built, or −1: the block is not there (or
-// one of its rows is not bf16-exact and finite), and the driver decodes it itself. `vpairs`:
-// scratch for a decode's own Vp.
+// The strip row where the block of n entries starts, its new rows decoded (and, for a kernel,
+// its Vp pairs built), or −1: the block is not there (or one of its rows is not finite, or for a
+// kernel not bf16-exact), and the driver decodes it itself. With a kernel, n must be a multiple of
+// 32 (so that the kernel reads no padding); without one (nullptr) the strip holds fp32 rows.
+// `vpairs`: scratch for a decode's own Vp.
 int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* const* data,
-                   const uint8_t* const* scales, int64_t n, bool vllm, uint32_t* vpairs) {
-  if (n % 32 != 0) return -1;
+                   const uint8_t* const* scales, int64_t n, NopeDecode mode, uint32_t* vpairs) {
+  if (kernel != nullptr && n % 32 != 0) return -1;
+  const bool vllm = mode == NopeDecode::vllm;
   auto same = [](const uint8_t* const* x, const uint8_t* const* y, const uint8_t* const* xs,
                  const uint8_t* const* ys, int64_t len) {
     for (int64_t i = 0; i < len; ++i)
@@ -376,16 +421,20 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   }
   if (k >= 0 && k + n <= kStripRows) {
     for (int64_t j = st.end - k; j < n; ++j) {
-      // Row `end` (and a zero row after it), then the pair it completes.
+      // Row `end`, then (for a kernel) the pair it completes.
       const int64_t r = st.end;
-      if (DecodeBf16(kernel, data + j, scales + j, 1, vllm, st.k.p.get() + r * kKRow, vpairs) !=
-          Bf16Decode::ok) {
+      const bool ok = kernel == nullptr
+                          ? DecodeBlock(data + j, scales + j, 1, mode,
+                                        st.f.p.get() + r * kMlaDim, nullptr, nullptr)
+                          : DecodeBf16(kernel, data + j, scales + j, 1, vllm,
+                                       st.k.p.get() + r * kKRow, vpairs) == Bf16Decode::ok;
+      if (!ok) {
         st.clear();
         return -1;
       }
       st.data.p[r] = data[j];
       st.scales.p[r] = scales[j];
-      StripPair(st, r - 1);
+      if (kernel != nullptr) StripPair(st, r - 1);
       st.end = r + 1;
     }
     st.begin = k;
@@ -405,13 +454,18 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
     st.end = 0;
     return -1;
   }
-  uint16_t* K = st.k.get((kStripRows + kRowAlign) * kKRow);
-  st.vp.get(2 * kStripVpCopy);
   st.data.get(kStripRows);
   st.scales.get(kStripRows);
   st.clear();
-  if (DecodeBf16(kernel, data, scales, n, vllm, K, vpairs) != Bf16Decode::ok) return -1;
-  for (int64_t x = 0; x + 1 < n; ++x) StripPair(st, x);
+  if (kernel == nullptr) {
+    if (!DecodeBlock(data, scales, n, mode, st.f.get(kStripRows * kMlaDim), nullptr, nullptr))
+      return -1;
+  } else {
+    uint16_t* K = st.k.get((kStripRows + kRowAlign) * kKRow);
+    st.vp.get(2 * kStripVpCopy);
+    if (DecodeBf16(kernel, data, scales, n, vllm, K, vpairs) != Bf16Decode::ok) return -1;
+    for (int64_t x = 0; x + 1 < n; ++x) StripPair(st, x);
+  }
   std::copy(data, data + n, st.data.p.get());
   std::copy(scales, scales + n, st.scales.p.get());
   st.end = n;
@@ -518,11 +572,12 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     if (due >= 0) kernel_values(due);
     due = -1;
   };
-  // Blocks a strip is likely to hold are not prefetched.
+  // Blocks a strip is likely to hold are not prefetched (strips serve a kernel where every
+  // group's q is exact, and the fp32 products without a kernel).
   auto prefetch = [&](int64_t bb) {
 #if HWY_TARGET != HWY_SCALAR
-    if (all_q_exact && bb < kStrips &&
-        StripLikely(s.strips[bb], data + blocks[bb], blocks[bb + 1] - blocks[bb]))
+    if ((all_q_exact || kernel == nullptr) && bb < kStrips &&
+        StripLikely(s.strips[bb], kernel, data + blocks[bb], blocks[bb + 1] - blocks[bb]))
       return;
 #endif
     PrefetchRows(data, scales, blocks[bb], blocks[bb + 1]);
@@ -534,15 +589,23 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
     if (b + 1 < nblocks) prefetch(b + 1);
     uint32_t* vp = vpairs + (b % 2) * vp_words;
     const uint16_t* kb = krows;  // the block's K
+    const float* fb = rows;      // the block's fp32 rows
     vp_at[b % 2] = vp;
     vp_block_at[b % 2] = kVpBlock;
     // Where every group's q is exact, the block is decoded into the bf16 layouts alone, the
     // decode finding whether its rows are exact; rows that are not (rare) are decoded again below.
     bool rows_exact = false, decoded = false, finite = true;
 #if HWY_TARGET != HWY_SCALAR
-    if (all_q_exact) {
+    if (kernel == nullptr && b < kStrips) {
+      const int64_t k =
+          StripBlock(s.strips[b], nullptr, data + j0, scales + j0, n, a.nope_decode, vp);
+      if (k >= 0) {
+        fb = s.strips[b].f.p.get() + k * kMlaDim;
+        decoded = true;
+      }
+    } else if (all_q_exact) {
       const int64_t k = b < kStrips ? StripBlock(s.strips[b], kernel, data + j0, scales + j0, n,
-                                                 vllm, vp)
+                                                 a.nope_decode, vp)
                                     : -1;
       if (k >= 0) {
         const RowStrip& st = s.strips[b];
@@ -596,20 +659,18 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
         continue;
       }
       end_softmax();
-      // acc is +0 before the first block.
-      if (b == 0) std::fill(acc + o * kAccRow, acc + (o + kHeadBlock) * kAccRow, 0.0f);
+      // acc of the computed heads is +0 before the first block.
+      if (b == 0) std::fill(acc + oh * kAccRow, acc + (oh + vecs * kN) * kAccRow, 0.0f);
       float* qt_g = qt + o * kMlaDim;
-      if (!qt_done[g]) {
+      if (!qt_done[g]) {  // q of the computed heads (zero past H)
         qt_done[g] = true;
-        const int64_t h0 = (g0 + g) * kHeadBlock;
-        for (int64_t i = 0; i < kHeadBlock; ++i)
-          for (int d = 0; d < kMlaDim; ++d)
-            qt_g[d * kHeadBlock + i] = h0 + i < a.H ? bf16_to_f32(q[(h0 + i) * kMlaDim + d]) : 0.0f;
+        const int64_t h0 = (g0 + g) * kHeadBlock + static_cast<int64_t>(h_lo);
+        TransposeQ(q + h0 * kMlaDim, a.H - h0, vecs * kN, qt_g + h_lo);
       }
-      ScoresF32(rows, n, qt_g, Sg);
+      ScoresF32(fb, n, qt_g + h_lo, Sg + h_lo, vecs);
       SoftmaxBegin(run, Sg + h_lo, n, a.scale, m + oh, l + oh, alpha + oh, bad + oh, nullptr, vecs);
       SoftmaxEnd(run);
-      ValuesF32(Sg + h_lo, rows, n, alpha + oh, acc + oh * kAccRow,
+      ValuesF32(Sg + h_lo, fb, n, alpha + oh, acc + oh * kAccRow,
                 static_cast<size_t>(h_tiles * kHeadTile));
     }
     if (!any_f32) {
