@@ -401,7 +401,18 @@ bool StripLikely(const RowStrip& st, const AttentionKernel* kernel, const uint8_
 int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* const* data,
                    const uint8_t* const* scales, int64_t n, NopeDecode mode, uint32_t* vpairs) {
   if (kernel != nullptr && n % 32 != 0) return -1;
-  const bool vllm = mode == NopeDecode::vllm;
+  // Entries j .. j + count − 1 as strip rows r .., and for a kernel the row pairs they complete;
+  // false where a row is not finite (or, for a kernel, not bf16-exact).
+  auto decode_rows = [&](int64_t j, int64_t count, int64_t r) {
+    if (kernel == nullptr)
+      return DecodeBlock(data + j, scales + j, count, mode, st.f.p.get() + r * kMlaDim, nullptr,
+                         nullptr);
+    if (DecodeBf16(kernel, data + j, scales + j, count, mode == NopeDecode::vllm,
+                   st.k.p.get() + r * kKRow, vpairs) != Bf16Decode::ok)
+      return false;
+    for (int64_t x = std::max<int64_t>(r - 1, 0); x + 1 < r + count; ++x) StripPair(st, x);
+    return true;
+  };
   auto same = [](const uint8_t* const* x, const uint8_t* const* y, const uint8_t* const* xs,
                  const uint8_t* const* ys, int64_t len) {
     for (int64_t i = 0; i < len; ++i)
@@ -420,21 +431,14 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
     }
   }
   if (k >= 0 && k + n <= kStripRows) {
-    for (int64_t j = st.end - k; j < n; ++j) {
-      // Row `end`, then (for a kernel) the pair it completes.
+    for (int64_t j = st.end - k; j < n; ++j) {  // appended as row `end`
       const int64_t r = st.end;
-      const bool ok = kernel == nullptr
-                          ? DecodeBlock(data + j, scales + j, 1, mode,
-                                        st.f.p.get() + r * kMlaDim, nullptr, nullptr)
-                          : DecodeBf16(kernel, data + j, scales + j, 1, vllm,
-                                       st.k.p.get() + r * kKRow, vpairs) == Bf16Decode::ok;
-      if (!ok) {
+      if (!decode_rows(j, 1, r)) {
         st.clear();
         return -1;
       }
       st.data.p[r] = data[j];
       st.scales.p[r] = scales[j];
-      if (kernel != nullptr) StripPair(st, r - 1);
       st.end = r + 1;
     }
     st.begin = k;
@@ -458,14 +462,12 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   st.scales.get(kStripRows);
   st.clear();
   if (kernel == nullptr) {
-    if (!DecodeBlock(data, scales, n, mode, st.f.get(kStripRows * kMlaDim), nullptr, nullptr))
-      return -1;
+    st.f.get(kStripRows * kMlaDim);
   } else {
-    uint16_t* K = st.k.get((kStripRows + kRowAlign) * kKRow);
+    st.k.get((kStripRows + kRowAlign) * kKRow);
     st.vp.get(2 * kStripVpCopy);
-    if (DecodeBf16(kernel, data, scales, n, vllm, K, vpairs) != Bf16Decode::ok) return -1;
-    for (int64_t x = 0; x + 1 < n; ++x) StripPair(st, x);
   }
+  if (!decode_rows(0, n, 0)) return -1;
   std::copy(data, data + n, st.data.p.get());
   std::copy(scales, scales + n, st.scales.p.get());
   st.end = n;
