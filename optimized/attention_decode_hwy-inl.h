@@ -89,7 +89,8 @@ bool RowBf16Exact(const uint8_t* data, const uint8_t* bytes, bool vllm) {
   return !HasSubnormalBf16(rope, kMlaRope);
 }
 
-// Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`), bf16
+// Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`,
+// kF32Row apart), bf16
 // rows (`krows`, zero rows up to a multiple of kRowAlign) and row pairs (`vpairs`, zero pairs up
 // to a multiple of 16 pairs). Returns false when a value is NaN or infinite.
 bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
@@ -114,8 +115,8 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
       const VU exp_mask = hn::Set(du, 0x7F800000u);
       emax = hn::Max(emax, hn::Max(hn::And(ab, exp_mask), hn::And(bb, exp_mask)));
       if (rows) {
-        hn::Store(a, df, rows + j * kMlaDim + d);
-        if (second) hn::Store(vb, df, rows + (j + 1) * kMlaDim + d);
+        hn::Store(a, df, rows + j * kF32Row + d);
+        if (second) hn::Store(vb, df, rows + (j + 1) * kF32Row + d);
       }
       if (krows) {
         hn::StoreU(hn::TruncateTo(D16(), hn::ShiftRight<16>(ab)), D16(), krows + j * kKRow + d);

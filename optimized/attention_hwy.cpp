@@ -85,7 +85,7 @@ inline constexpr int64_t kStripAppend = 4;
 // kKRow words apart as in a block's krows, and Vp twice (vp_block kStripVpBlock), copy c holding
 // the pairs of rows (2i + c, 2i + c + 1) below `end`, so that a block of an even number of rows
 // starting at row k is whole pairs of copy k % 2 from pair k / 2; for the fp32 products, as fp32
-// rows (`f`, kMlaDim apart). `data`, `scales` are the rows' entries; rows begin .. are the last
+// rows (`f`, kF32Row apart). `data`, `scales` are the rows' entries; rows begin .. are the last
 // block read here. `last` holds the entries of the last block not read here: a block that
 // continues it (the same entries, or shifted by one) starts a strip.
 struct RowStrip {
@@ -105,7 +105,7 @@ struct AttentionScratch {
   // [begin, end) ranges of those rows.
   Buffer<const uint8_t*> data, scales;
   Buffer<int64_t> blocks;
-  Buffer<float> rows;       // fp32 rows [kAttentionBlock][512]
+  Buffer<float> rows;       // fp32 rows [kAttentionBlock][kF32Row] (512 dims, padding)
   Buffer<uint16_t> krows;   // bf16 rows [kAttentionBlock][kKRow] (512 dims, padding)
   Buffer<uint32_t> vpairs;  // bf16 row pairs (Vp) of two blocks, 8 · kVpBlock each
   Buffer<float> s;          // scores, then p: [2][kAttentionBlock][kHeadBlock], groups alternate
@@ -137,20 +137,23 @@ void PrefetchRows(const uint8_t* const* data, const uint8_t* const* scales, int6
 
 // ---- the fp32 products ----
 
-// S[j][h] for rows j0 .. j0 + R − 1 and V vectors of kN heads: fma chains over d ascending from
-// +0, q (transposed, qt[d][h], rows kHeadBlock apart) times the broadcast K[j][d].
+// S[j][h] for rows j0 .. j0 + R − 1 and V vectors of kN heads, dims d0 .. d0 + kScoreDims − 1:
+// fma chains over d ascending, from +0 at d0 = 0, else from the sums S holds. q transposed
+// (qt[d][h], rows kHeadBlock apart) times the broadcast K[j][d].
+constexpr size_t kScoreDims = 128;
 template <size_t R, size_t V>
 HWY_INLINE void ScoresRows(const float* HWY_RESTRICT rows, const float* HWY_RESTRICT qt,
-                           float* HWY_RESTRICT S) {
+                           float* HWY_RESTRICT S, size_t d0) {
   const DF df;
   VF acc[R][V];
   for (size_t r = 0; r < R; ++r)
-    for (size_t v = 0; v < V; ++v) acc[r][v] = hn::Zero(df);
-  for (size_t d = 0; d < static_cast<size_t>(kMlaDim); ++d) {
+    for (size_t v = 0; v < V; ++v)
+      acc[r][v] = d0 == 0 ? hn::Zero(df) : hn::Load(df, S + r * kHeadBlock + v * kN);
+  for (size_t d = d0; d < d0 + kScoreDims; ++d) {
     VF q[V];
     for (size_t v = 0; v < V; ++v) q[v] = hn::Load(df, qt + d * kHeadBlock + v * kN);
     for (size_t r = 0; r < R; ++r) {
-      const VF k = hn::Set(df, rows[r * kMlaDim + d]);
+      const VF k = hn::Set(df, rows[r * kF32Row + d]);
       for (size_t v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(q[v], k, acc[r][v]);
     }
   }
@@ -158,13 +161,27 @@ HWY_INLINE void ScoresRows(const float* HWY_RESTRICT rows, const float* HWY_REST
     for (size_t v = 0; v < V; ++v) hn::Store(acc[r][v], df, S + r * kHeadBlock + v * kN);
 }
 
+// ScoresRows of the last `rows` < R rows, all in one pass (as many fma chains as rows).
+template <size_t R, size_t V>
+HWY_INLINE void ScoresTail(size_t tail, const float* rows, const float* qt, float* S, size_t d0) {
+  if constexpr (R > 1) {
+    if (tail == R - 1) return ScoresRows<R - 1, V>(rows, qt, S, d0);
+    ScoresTail<R - 1, V>(tail, rows, qt, S, d0);
+  }
+}
+
+// The rows' scores a range of kScoreDims dims at a time over every row, so that q's range stays
+// in the first-level cache (the whole of qt is 32 or 64 KiB).
 template <size_t V>
 void ScoresRowsF32(const float* rows, int64_t n, const float* qt, float* S) {
   constexpr size_t R = V >= 12 ? 1 : 12 / V;  // about 12 accumulators
-  int64_t j = 0;
-  for (; j + static_cast<int64_t>(R) <= n; j += R)
-    ScoresRows<R, V>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
-  for (; j < n; ++j) ScoresRows<1, V>(rows + j * kMlaDim, qt, S + j * kHeadBlock);
+  const int64_t full = n / static_cast<int64_t>(R) * static_cast<int64_t>(R);
+  for (size_t d0 = 0; d0 < static_cast<size_t>(kMlaDim); d0 += kScoreDims) {
+    for (int64_t j = 0; j < full; j += R)
+      ScoresRows<R, V>(rows + j * kF32Row, qt, S + j * kHeadBlock, d0);
+    ScoresTail<R, V>(static_cast<size_t>(n - full), rows + full * kF32Row, qt,
+                     S + full * kHeadBlock, d0);
+  }
 }
 
 // The scores of the computed heads: both tiles of the group (vecs = kHeadVecs) or one.
@@ -221,7 +238,7 @@ void ValuesF32(const float* HWY_RESTRICT p, const float* HWY_RESTRICT rows, int6
                             hn::Set(df, alpha[h0 + h]));
       for (int64_t j = 0; j < n; ++j) {
         VF v[kD];
-        for (size_t k = 0; k < kD; ++k) v[k] = hn::Load(df, rows + j * kMlaDim + d0 + k * kN);
+        for (size_t k = 0; k < kD; ++k) v[k] = hn::Load(df, rows + j * kF32Row + d0 + k * kN);
         for (size_t h = 0; h < kH; ++h) {
           const VF pj = hn::Set(df, p[j * kHeadBlock + h0 + h]);
           for (size_t k = 0; k < kD; ++k) c[h][k] = hn::MulAdd(pj, v[k], c[h][k]);
@@ -405,7 +422,7 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   // false where a row is not finite (or, for a kernel, not bf16-exact).
   auto decode_rows = [&](int64_t j, int64_t count, int64_t r) {
     if (kernel == nullptr)
-      return DecodeBlock(data + j, scales + j, count, mode, st.f.p.get() + r * kMlaDim, nullptr,
+      return DecodeBlock(data + j, scales + j, count, mode, st.f.p.get() + r * kF32Row, nullptr,
                          nullptr);
     if (DecodeBf16(kernel, data + j, scales + j, count, mode == NopeDecode::vllm,
                    st.k.p.get() + r * kKRow, vpairs) != Bf16Decode::ok)
@@ -462,7 +479,7 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   st.scales.get(kStripRows);
   st.clear();
   if (kernel == nullptr) {
-    st.f.get(kStripRows * kMlaDim);
+    st.f.get(kStripRows * kF32Row);
   } else {
     st.k.get((kStripRows + kRowAlign) * kKRow);
     st.vp.get(2 * kStripVpCopy);
@@ -491,7 +508,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   float* acc = s.acc.get(heads * kAccRow);
   float* qt = s.qt.get(heads * kMlaDim);
   uint32_t* qp = s.qp.get(heads * kDimPairs);
-  float* rows = s.rows.get(kAttentionBlock * kMlaDim);
+  float* rows = s.rows.get(kAttentionBlock * kF32Row);
   uint16_t* krows = s.krows.get(kAttentionBlock * kKRow);
   uint32_t* vpairs = s.vpairs.get(2 * kMlaDim / 64 * kVpBlock);
   float* S = s.s.get(2 * kAttentionBlock * kHeadBlock);
@@ -602,7 +619,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
       const int64_t k =
           StripBlock(s.strips[b], nullptr, data + j0, scales + j0, n, a.nope_decode, vp);
       if (k >= 0) {
-        fb = s.strips[b].f.p.get() + k * kMlaDim;
+        fb = s.strips[b].f.p.get() + k * kF32Row;
         decoded = true;
       }
     } else if (all_q_exact) {

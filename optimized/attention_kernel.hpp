@@ -22,10 +22,10 @@ inline constexpr int64_t kDimPairs = 256;  // the 512 dims as bf16 pairs
 inline constexpr int64_t kRowAlign = 16;
 inline constexpr int64_t kVpBlock = kAttentionBlock / 2 * 64;  // words per 64 dims of Vp
 inline constexpr int64_t kPpGroup = kAttentionBlock / 2 * kHeadBlock;  // words of Pp per group
-// Row strides of K (bf16 words) and acc (floats): 32 and 16 more than the 512 dims, so that the
-// 16 rows of an AMX tile fall in different sets of the first-level cache, where a stride of 1 or
-// 2 KiB maps them to four or two.
-inline constexpr int64_t kKRow = kMlaDim + 32, kAccRow = kMlaDim + 16;
+// Row strides of K (bf16 words), acc and the fp32 rows (floats): 32, 16 and 16 more than the 512
+// dims, so that the 16 rows of an AMX tile, or a range of dims across a block's fp32 rows, fall in
+// different sets of the first-level cache, where a stride of 1 or 2 KiB maps them to four or two.
+inline constexpr int64_t kKRow = kMlaDim + 32, kAccRow = kMlaDim + 16, kF32Row = kMlaDim + 16;
 
 namespace {  // internal linkage: compiled into units of different ISA flags
 
