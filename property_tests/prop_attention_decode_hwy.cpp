@@ -4,9 +4,10 @@
 // rows and row pairs of DecodeBlock bit for bit (with the zero padding the driver adds), and the
 // same finiteness (NaN codes, non-finite RoPE values). So does the VBMI decode of the AMX kernel
 // (optimized/attention_decode_vbmi.hpp, compiled here under a target pragma), where the CPU has
-// VBMI. For blocks with a row that is not bf16-exact, both say so (Bf16Decode::not_exact). The
-// op-level properties compare attention outputs within a bound, where one wrong bf16 operand may
-// hide; this compares the operands themselves.
+// VBMI. For blocks with a row that is not bf16-exact, both say so (Bf16Decode::not_exact). And
+// DecodeBlock's fp32 rows are the reference's decode_row for every code at every scale byte. The
+// op-level properties compare attention outputs within a bound, where one wrong operand may hide;
+// this compares the operands themselves.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "prop_attention_decode_hwy.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -34,6 +35,13 @@ bool DecodeBoth(const uint8_t* const* data, const uint8_t* const* scales, int64_
 #endif
 }
 
+// DecodeBlock's fp32 rows alone; returns its finiteness.
+bool DecodeF32(const uint8_t* const* data, const uint8_t* const* scales, int64_t n, bool vllm,
+               float* rows) {
+  return DecodeBlock(data, scales, n, vllm ? NopeDecode::vllm : NopeDecode::exact, rows, nullptr,
+                     nullptr);
+}
+
 }  // namespace dsv4cpu::detail::opt::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -44,9 +52,13 @@ HWY_AFTER_NAMESPACE();
 #include <hwy/aligned_allocator.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "args/fp8_ds_mla.hpp"
 
 #include "generators.hpp"
 #include "testing/caches.hpp"
@@ -71,6 +83,7 @@ dsv4cpu::detail::opt::Bf16Decode decode(const uint8_t* const* data, const uint8_
 
 namespace dsv4cpu::detail::opt {
 HWY_EXPORT(DecodeBoth);
+HWY_EXPORT(DecodeF32);
 }  // namespace dsv4cpu::detail::opt
 
 namespace dsv4cpu::prop {
@@ -82,6 +95,7 @@ using detail::kMlaNope;
 using detail::kMlaRope;
 using detail::kMlaTiles;
 using detail::opt::Bf16Decode;
+using detail::opt::kF32Row;
 using detail::opt::kKRow;
 using detail::opt::kVpBlock;
 
@@ -251,6 +265,60 @@ TEST(AttentionDecodeHwy, EveryCodeAtEveryEdgeScale) {
       EXPECT_EQ(compare_decoders(b, 3, vllm,
                                  std::string(vllm ? "vllm" : "exact") + " s " + std::to_string(s)),
                 "");
+    }
+}
+
+// DecodeBlock's fp32 rows on every target are the reference's decode_row (args/fp8_ds_mla.hpp)
+// bit for bit, NaN for NaN: every code (E = 0 and the NaN codes included) at every scale byte,
+// exact and vllm, beside RoPE values of every class; and the block is finite exactly when every
+// value is. The fp32 products take these rows as the reference takes its own.
+TEST(AttentionDecodeHwy, Fp32RowsAreTheReferenceDecodeForEveryCodeAndScaleByte) {
+  constexpr int64_t n = 5;  // 5 × 448 codes: each code at least 8 times, in both row parities
+  const uint16_t rope_values[] = {0x0000, 0x8000, 0x0001, 0x807F, 0x3F80, 0xC2F7, 0x7F7F,
+                                  0x7F80, 0xFF80, 0x7FC1};
+  auto rows = hwy::AllocateAligned<float>(static_cast<size_t>(n * kF32Row));
+  for (const bool vllm : {false, true})
+    for (int s = 0; s < 256; ++s) {
+      const auto mode = vllm ? NopeDecode::vllm : NopeDecode::exact;
+      std::vector<uint8_t> data(static_cast<size_t>(n * kMlaDataBytes));
+      std::vector<uint8_t> scales(static_cast<size_t>(n * 8), static_cast<uint8_t>(s));
+      std::vector<const uint8_t*> data_rows, scale_rows;
+      for (int64_t j = 0; j < n; ++j) {
+        uint8_t* row = &data[static_cast<size_t>(j * kMlaDataBytes)];
+        for (int d = 0; d < kMlaNope; ++d) row[d] = static_cast<uint8_t>((d + 77 * j + s) % 256);
+        // Finite RoPE values but in the last row, so that both verdicts occur.
+        for (int i = 0; i < kMlaRope; ++i) {
+          const size_t k = static_cast<size_t>(i + j + s) % (j + 1 < n ? 7 : std::size(rope_values));
+          std::memcpy(row + kMlaNope + 2 * i, &rope_values[k], 2);
+        }
+        data_rows.push_back(row);
+        scale_rows.push_back(&scales[static_cast<size_t>(j * 8)]);
+      }
+      for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        std::fill(rows.get(), rows.get() + n * kF32Row, -1.0f);
+        hwy::SetSupportedTargetsForTest(target);
+        const bool finite = HWY_DYNAMIC_DISPATCH(detail::opt::DecodeF32)(
+            data_rows.data(), scale_rows.data(), n, vllm, rows.get());
+        hwy::SetSupportedTargetsForTest(0);
+        bool all_finite = true;
+        for (int64_t j = 0; j < n; ++j) {
+          float want[512];
+          detail::decode_row(data_rows[static_cast<size_t>(j)], scale_rows[static_cast<size_t>(j)],
+                             mode, want);
+          for (int d = 0; d < 512; ++d) {
+            const float got = rows[static_cast<size_t>(j * kF32Row + d)];
+            all_finite &= std::isfinite(want[d]);
+            const bool same = std::isnan(want[d]) ? std::isnan(got)
+                                                  : std::memcmp(&got, &want[d], 4) == 0;
+            if (!same)
+              FAIL() << hwy::TargetName(target) << (vllm ? " vllm" : " exact") << " scale byte " << s
+                     << " row " << j << " dim " << d << " code "
+                     << int{data_rows[static_cast<size_t>(j)][d < kMlaNope ? d : 0]} << ": got "
+                     << got << ", want " << want[d];
+          }
+        }
+        EXPECT_EQ(finite, all_finite) << hwy::TargetName(target) << " scale byte " << s;
+      }
     }
 }
 
