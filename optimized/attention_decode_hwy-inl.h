@@ -89,10 +89,9 @@ bool RowBf16Exact(const uint8_t* data, const uint8_t* bytes, bool vllm) {
   return !HasSubnormalBf16(rope, kMlaRope);
 }
 
-// Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`,
-// kF32Row apart), bf16
-// rows (`krows`, zero rows up to a multiple of kRowAlign) and row pairs (`vpairs`, zero pairs up
-// to a multiple of 16 pairs). Returns false when a value is NaN or infinite.
+// Dequantises the n rows `data`, `scales` into the requested layouts: fp32 rows (`rows`, kF32Row
+// apart), bf16 rows (`krows`, zero rows up to a multiple of kRowAlign) and row pairs (`vpairs`,
+// zero pairs up to a multiple of 16 pairs). Returns false when a value is NaN or infinite.
 bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64_t n,
                  NopeDecode mode, float* rows, uint16_t* krows, uint32_t* vpairs) {
   const DF df;

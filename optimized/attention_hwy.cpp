@@ -161,7 +161,7 @@ HWY_INLINE void ScoresRows(const float* HWY_RESTRICT rows, const float* HWY_REST
     for (size_t v = 0; v < V; ++v) hn::Store(acc[r][v], df, S + r * kHeadBlock + v * kN);
 }
 
-// ScoresRows of the last `rows` < R rows, all in one pass (as many fma chains as rows).
+// ScoresRows of the last `tail` < R rows in one register block (a chain per row and vector).
 template <size_t R, size_t V>
 HWY_INLINE void ScoresTail(size_t tail, const float* rows, const float* qt, float* S, size_t d0) {
   if constexpr (R > 1) {
