@@ -141,6 +141,7 @@ void PrefetchRows(const uint8_t* const* data, const uint8_t* const* scales, int6
 // fma chains over d ascending, from +0 at d0 = 0, else from the sums S holds. q transposed
 // (qt[d][h], rows kHeadBlock apart) times the broadcast K[j][d].
 constexpr size_t kScoreDims = 128;
+static_assert(kMlaDim % kScoreDims == 0, "the ranges cover the dims");
 template <size_t R, size_t V>
 HWY_INLINE void ScoresRows(const float* HWY_RESTRICT rows, const float* HWY_RESTRICT qt,
                            float* HWY_RESTRICT S, size_t d0) {

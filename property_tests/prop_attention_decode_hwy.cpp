@@ -273,38 +273,36 @@ TEST(AttentionDecodeHwy, EveryCodeAtEveryEdgeScale) {
 // exact and vllm, beside RoPE values of every class; and the block is finite exactly when every
 // value is. The fp32 products take these rows as the reference takes its own.
 TEST(AttentionDecodeHwy, Fp32RowsAreTheReferenceDecodeForEveryCodeAndScaleByte) {
-  constexpr int64_t n = 5;  // 5 × 448 codes: each code at least 8 times, in both row parities
+  constexpr int64_t n = 5;  // every code in each row (448 NoPE dims), rows of both parities
   const uint16_t rope_values[] = {0x0000, 0x8000, 0x0001, 0x807F, 0x3F80, 0xC2F7, 0x7F7F,
                                   0x7F80, 0xFF80, 0x7FC1};
   auto rows = hwy::AllocateAligned<float>(static_cast<size_t>(n * kF32Row));
   for (const bool vllm : {false, true})
     for (int s = 0; s < 256; ++s) {
       const auto mode = vllm ? NopeDecode::vllm : NopeDecode::exact;
-      std::vector<uint8_t> data(static_cast<size_t>(n * kMlaDataBytes));
-      std::vector<uint8_t> scales(static_cast<size_t>(n * 8), static_cast<uint8_t>(s));
-      std::vector<const uint8_t*> data_rows, scale_rows;
+      std::mt19937_64 rng(static_cast<uint64_t>(s));
+      Block b = make_block(rng, n, vllm, false);
       for (int64_t j = 0; j < n; ++j) {
-        uint8_t* row = &data[static_cast<size_t>(j * kMlaDataBytes)];
+        uint8_t* row = &b.data[static_cast<size_t>(j * kMlaDataBytes)];
         for (int d = 0; d < kMlaNope; ++d) row[d] = static_cast<uint8_t>((d + 77 * j + s) % 256);
         // Finite RoPE values but in the last row, so that both verdicts occur.
         for (int i = 0; i < kMlaRope; ++i) {
           const size_t k = static_cast<size_t>(i + j + s) % (j + 1 < n ? 7 : std::size(rope_values));
           std::memcpy(row + kMlaNope + 2 * i, &rope_values[k], 2);
         }
-        data_rows.push_back(row);
-        scale_rows.push_back(&scales[static_cast<size_t>(j * 8)]);
       }
+      for (uint8_t& byte : b.scales) byte = static_cast<uint8_t>(s);
       for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
         std::fill(rows.get(), rows.get() + n * kF32Row, -1.0f);
         hwy::SetSupportedTargetsForTest(target);
         const bool finite = HWY_DYNAMIC_DISPATCH(detail::opt::DecodeF32)(
-            data_rows.data(), scale_rows.data(), n, vllm, rows.get());
+            b.data_rows.data(), b.scale_rows.data(), n, vllm, rows.get());
         hwy::SetSupportedTargetsForTest(0);
         bool all_finite = true;
         for (int64_t j = 0; j < n; ++j) {
           float want[512];
-          detail::decode_row(data_rows[static_cast<size_t>(j)], scale_rows[static_cast<size_t>(j)],
-                             mode, want);
+          detail::decode_row(b.data_rows[static_cast<size_t>(j)],
+                             b.scale_rows[static_cast<size_t>(j)], mode, want);
           for (int d = 0; d < 512; ++d) {
             const float got = rows[static_cast<size_t>(j * kF32Row + d)];
             all_finite &= std::isfinite(want[d]);
@@ -312,9 +310,7 @@ TEST(AttentionDecodeHwy, Fp32RowsAreTheReferenceDecodeForEveryCodeAndScaleByte) 
                                                   : std::memcmp(&got, &want[d], 4) == 0;
             if (!same)
               FAIL() << hwy::TargetName(target) << (vllm ? " vllm" : " exact") << " scale byte " << s
-                     << " row " << j << " dim " << d << " code "
-                     << int{data_rows[static_cast<size_t>(j)][d < kMlaNope ? d : 0]} << ": got "
-                     << got << ", want " << want[d];
+                     << " row " << j << " dim " << d << ": got " << got << ", want " << want[d];
           }
         }
         EXPECT_EQ(finite, all_finite) << hwy::TargetName(target) << " scale byte " << s;
