@@ -101,6 +101,7 @@ bool DecodeBlock(const uint8_t* const* data, const uint8_t* const* scales, int64
   for (int64_t i = 0; 2 * i < n; ++i) {
     const int64_t j = 2 * i;
     const bool second = j + 1 < n;
+    PrefetchPairAhead(data, scales, j, n);
     float scale_a[kMlaTiles], scale_b[kMlaTiles];
     for (int k = 0; k < kMlaTiles; ++k) {
       scale_a[k] = tile_scale(scales[j][k], mode);
@@ -198,6 +199,7 @@ Bf16Decode DecodeBlockBf16(const uint8_t* const* data, const uint8_t* const* sca
   for (int64_t i = 0; 2 * i < n; ++i) {
     const int64_t j = 2 * i;
     const bool second = j + 1 < n;
+    PrefetchPairAhead(data, scales, j, n);
     for (size_t d = 0; d < static_cast<size_t>(kMlaDim); d += kW) {
       const VW a = decode(data[j], scales[j], d);
       const VW b = second ? decode(data[j + 1], scales[j + 1], d) : hn::Zero(dw);

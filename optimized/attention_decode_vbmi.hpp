@@ -105,6 +105,7 @@ inline Bf16Decode decode_block_bf16_vbmi(const uint8_t* const* data, const uint8
   for (int64_t i = 0; 2 * i < n; ++i) {
     const int64_t j = 2 * i;
     const bool has_b = j + 1 < n;
+    PrefetchPairAhead(data, scales, j, n);
     for (int t = 0; t <= kMlaTiles; ++t) {  // the NoPE tiles, then the RoPE dims
       __m512i a[2], b[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
       decode(data[j], scales[j], t, a);

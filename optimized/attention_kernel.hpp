@@ -48,6 +48,20 @@ inline void PadBf16Layouts(int64_t n, uint16_t* krows, uint32_t* vpairs) {
                 static_cast<size_t>((pairs_end - pairs) * 64) * sizeof(uint32_t));
 }
 
+// Called by a block decode at its row pair j (of n rows): fetches the pair kDecodeAhead rows on
+// (codes, RoPE values, scale bytes) into the first-level cache. The driver prefetches a block's
+// rows a block ahead (attention_hwy.cpp, PrefetchRows), yet rows from beyond the second-level cache
+// (a decode batch of many requests) still kept the decode waiting on their loads
+// (docs/benchmarks.md, "Rows fetched into the first-level cache as the decode reaches them").
+inline constexpr int64_t kDecodeAhead = 16;
+inline void PrefetchPairAhead(const uint8_t* const* data, const uint8_t* const* scales, int64_t j,
+                              int64_t n) {
+  for (int64_t r = j + kDecodeAhead; r < n && r < j + kDecodeAhead + 2; ++r) {
+    for (int64_t o = 0; o < kMlaDataBytes; o += 64) __builtin_prefetch(data[r] + o, 0, 3);
+    __builtin_prefetch(scales[r], 0, 3);
+  }
+}
+
 }  // namespace
 
 // What a decode of a block into the bf16 layouts found (DecodeBlockBf16): ok, the rows are
