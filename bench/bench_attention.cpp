@@ -11,7 +11,9 @@
 //                         over its sliding window and 512 of the request's entries (no reference
 //                         run: minutes per iteration); `c4a_prefill4096_h16` likewise with 16
 //                         heads, `c128a_prefill4096_h16` over each token's window and the C128A
-//                         entries before it (Pc = 2, metadata.md §7.1);
+//                         entries before it (Pc = 2, metadata.md §7.1), `c4a_prefill1920_h16`
+//                         over each token's window and the C4A entries before it in order (a
+//                         prompt of 2,048 tokens: every row L ≤ 512, indexer.md §5.2);
 //   fused_qnorm_rope_kv_insert  the batch shapes, Hq = 64.
 //   inverse_gptj_rope_o_proj    the batch shapes, H = 64, D = 512, rope_dim = 64 (`<shape>_h64`;
 //                               no reference run at prefill4096), also without the finite checks,
@@ -91,10 +93,11 @@ struct MlaCacheData {
 
 // R requests of n tokens each (T = R·n, H heads). Request r owns n + 127 SWA entries; its token i
 // reads the window of entries i .. i + 127 and Nc entries drawn without repetition from the
-// request's `pool` compressed entries (Pc per page), or with `c128a` (its position i + 127) the
-// entries 0 .. (i + 128) / 128 − 1 of the pool in order and −1 in the columns after them.
+// request's `pool` compressed entries (Pc per page), or with a ratio r > 0 (its position i + 127)
+// the entries 0 .. (i + 128) / r − 1 of the pool in order and −1 in the columns after them: the
+// rows of C128A, and of C4A where every L ≤ 512 (indexer.md §5.2).
 Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t pool, int64_t Pc,
-                        bool c128a = false) {
+                        int64_t in_order_ratio = 0) {
   return [=] {
     const int64_t T = R * n, swa = n + kWindow - 1;
     auto window = std::make_shared<MlaCacheData>(R * swa, kP, 21);
@@ -109,9 +112,10 @@ Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t poo
       const int64_t r = t / n, i = t % n;
       for (int64_t k = 0; k < kWindow; ++k) wslots->push_back(window->slot(r * swa + i + k));
       for (int64_t e = 0; e < pool; ++e) pick[static_cast<size_t>(e)] = r * pool + e;
-      if (c128a) {
+      if (in_order_ratio > 0) {
         for (int64_t k = 0; k < Nc; ++k)
-          cslots->push_back(k < (i + kWindow) / 128 ? compressed->slot(pick[size_t(k)]) : -1);
+          cslots->push_back(k < (i + kWindow) / in_order_ratio ? compressed->slot(pick[size_t(k)])
+                                                              : -1);
         continue;
       }
       std::shuffle(pick.begin(), pick.end(), rng);
@@ -132,8 +136,8 @@ Prepare attention_shape(int64_t R, int64_t n, int64_t H, int64_t Nc, int64_t poo
                            MutableTensorView(lse->data(), DType::F32, {T, H}), o);
     };
     int64_t rows = T * (kWindow + Nc);  // valid columns
-    if (c128a)
-      for (int64_t t = 0; t < T; ++t) rows -= Nc - std::min(Nc, (t % n + kWindow) / 128);
+    if (in_order_ratio > 0)
+      for (int64_t t = 0; t < T; ++t) rows -= Nc - std::min(Nc, (t % n + kWindow) / in_order_ratio);
     p.bytes = rows * (kEntry + 8) + T * H * (512 * 2 * 2 + 4) + H * 4;
     p.items = rows;             // gathered rows
     p.flops = rows * H * 2048;  // scores and values: 2 × 2 × 512 per head and row
@@ -236,7 +240,9 @@ void attention_cases(Cases& out) {
   out.push_back({"sparse_mla_attention", "c4a_prefill4096_h16",
                  attention_shape(1, 4096, 16, 512, 2048, kP), Traffic::read, false, false});
   out.push_back({"sparse_mla_attention", "c128a_prefill4096_h16",
-                 attention_shape(1, 4096, 16, 34, 34, 2, true), Traffic::read, false, false});
+                 attention_shape(1, 4096, 16, 34, 34, 2, 128), Traffic::read, false, false});
+  out.push_back({"sparse_mla_attention", "c4a_prefill1920_h16",
+                 attention_shape(1, 1920, 16, 512, 512, kP, 4), Traffic::read, false, false});
   for (const BatchShape& s : batch_shapes())
     out.push_back({"fused_qnorm_rope_kv_insert", s.name,
                    insert_shape(s.requests * s.tokens_per_request)});

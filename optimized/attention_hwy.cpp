@@ -72,8 +72,10 @@ struct ScratchBuffer {
   }
 };
 
-// Blocks of a token (its first ones, in block order) that may be read from a strip.
-inline constexpr int64_t kStrips = 2;
+// Blocks of a token (its first ones, in block order) that may be read from a strip: the window's
+// and four of compressed rows (C128A's, and C4A's where each row holds the entries before the
+// token in order: L ≤ 512, indexer.md §5.2).
+inline constexpr int64_t kStrips = 5;
 // Rows of a strip: a run of tokens of a prefill restarts it every kStripRows − 127 tokens.
 inline constexpr int64_t kStripRows = 512;
 // Words between the 64-dim blocks of a strip's Vp, and between its two copies.
@@ -83,17 +85,19 @@ inline constexpr int64_t kStripAppend = 4;
 
 // Rows 0 .. end − 1 decoded once for consecutive tokens. For a kernel, in its bf16 layouts: K rows
 // kKRow words apart as in a block's krows, and Vp twice (vp_block kStripVpBlock), copy c holding
-// the pairs of rows (2i + c, 2i + c + 1) below `end`, so that a block of an even number of rows
-// starting at row k is whole pairs of copy k % 2 from pair k / 2; for the fp32 products, as fp32
-// rows (`f`, kF32Row apart). `data`, `scales` are the rows' entries; rows begin .. are the last
-// block read here. `last` holds the entries of the last block not read here: a block that
-// continues it (the same entries, or shifted by one) starts a strip.
+// the pairs of rows (2i + c, 2i + c + 1) below `end`, so that a block of rows starting at row k is
+// whole pairs of copy k % 2 from pair k / 2 (row `end` is zero and paired with the last row; the
+// pairs of both copies below row `clean`, which clear() keeps, are zero or pairs of rows decoded
+// before, so finite); for the fp32 products, as fp32 rows (`f`, kF32Row apart). `data`, `scales`
+// are the rows' entries; rows begin .. are the last block read here. `last` holds the entries of
+// the last block not read here: a block that continues it (the same entries, or shifted by one)
+// starts a strip.
 struct RowStrip {
   ScratchBuffer<uint16_t> k;
   ScratchBuffer<uint32_t> vp;
   ScratchBuffer<float> f;
   ScratchBuffer<const uint8_t*> data, scales, last_data, last_scales;
-  int64_t begin = 0, end = 0, last_n = 0;
+  int64_t begin = 0, end = 0, last_n = 0, clean = 0;
   void clear() { begin = end = last_n = 0; }
 };
 
@@ -404,21 +408,34 @@ void StripPair(RowStrip& st, int64_t x) {
 
 // Whether a block of n entries may continue the strip (a cheap test of its first entry, for the
 // prefetch); `kernel` as for StripBlock.
-bool StripLikely(const RowStrip& st, const AttentionKernel* kernel, const uint8_t* const* data,
-                 int64_t n) {
-  if ((kernel != nullptr && n % 32 != 0) || st.end == 0) return false;
+bool StripLikely(const RowStrip& st, const uint8_t* const* data) {
+  if (st.end == 0) return false;
   const int64_t k = st.begin + 1 < st.end ? st.begin + 1 : st.begin;
   return st.data.p[k] == data[0] || st.data.p[st.begin] == data[0];
 }
 
 // The strip row where the block of n entries starts, its new rows decoded (and, for a kernel,
 // its Vp pairs built), or −1: the block is not there (or one of its rows is not finite, or for a
-// kernel not bf16-exact), and the driver decodes it itself. With a kernel, n must be a multiple of
-// 32 (so that the kernel reads no padding); without one (nullptr) the strip holds fp32 rows.
+// kernel not bf16-exact), and the driver decodes it itself. A block always ends at the strip's
+// end; a kernel reads its rows and pairs on to a multiple of 16 pairs, whose products with the
+// zero probabilities past the block add +0. Without a kernel (nullptr) the strip holds fp32 rows.
 // `vpairs`: scratch for a decode's own Vp.
 int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* const* data,
                    const uint8_t* const* scales, int64_t n, NopeDecode mode, uint32_t* vpairs) {
-  if (kernel != nullptr && n % 32 != 0) return -1;
+  // Strip rows a block of n rows reads (for a kernel, on to a multiple of 16 pairs); for a block
+  // at row k, the rows and pairs from `clean` (even) on to them are zeroed.
+  const int64_t span = kernel == nullptr ? n : ((n + 1) / 2 + 15) / 16 * 32;
+  auto clean_to = [&](int64_t k) {
+    const int64_t e = (k + span + 1) / 2 * 2;
+    if (kernel == nullptr || e <= st.clean) return;
+    std::fill(st.k.p.get() + st.clean * kKRow, st.k.p.get() + e * kKRow, uint16_t{0});
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t d = 0; d < kMlaDim / 64; ++d) {
+        uint32_t* w = st.vp.p.get() + c * kStripVpCopy + d * kStripVpBlock;
+        std::fill(w + st.clean / 2 * 64, w + e / 2 * 64, 0u);
+      }
+    st.clean = e;
+  };
   // Entries j .. j + count − 1 as strip rows r .., and for a kernel the row pairs they complete;
   // false where a row is not finite (or, for a kernel, not bf16-exact).
   auto decode_rows = [&](int64_t j, int64_t count, int64_t r) {
@@ -428,7 +445,8 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
     if (DecodeBf16(kernel, data + j, scales + j, count, mode == NopeDecode::vllm,
                    st.k.p.get() + r * kKRow, vpairs) != Bf16Decode::ok)
       return false;
-    for (int64_t x = std::max<int64_t>(r - 1, 0); x + 1 < r + count; ++x) StripPair(st, x);
+    std::fill_n(st.k.p.get() + (r + count) * kKRow, kMlaDim, uint16_t{0});
+    for (int64_t x = std::max<int64_t>(r - 1, 0); x < r + count; ++x) StripPair(st, x);
     return true;
   };
   auto same = [](const uint8_t* const* x, const uint8_t* const* y, const uint8_t* const* xs,
@@ -448,7 +466,8 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
       break;
     }
   }
-  if (k >= 0 && k + n <= kStripRows) {
+  if (k >= 0 && k + span <= kStripRows) {
+    clean_to(k);
     for (int64_t j = st.end - k; j < n; ++j) {  // appended as row `end`
       const int64_t r = st.end;
       if (!decode_rows(j, 1, r)) {
@@ -484,6 +503,7 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   } else {
     st.k.get((kStripRows + kRowAlign) * kKRow);
     st.vp.get(2 * kStripVpCopy);
+    clean_to(0);
   }
   if (!decode_rows(0, n, 0)) return -1;
   std::copy(data, data + n, st.data.p.get());
@@ -597,7 +617,7 @@ void AttendToken(const SparseMlaAttentionArgs& a, const AttentionKernel* kernel,
   auto prefetch = [&](int64_t bb) {
 #if HWY_TARGET != HWY_SCALAR
     if ((all_q_exact || kernel == nullptr) && bb < kStrips &&
-        StripLikely(s.strips[bb], kernel, data + blocks[bb], blocks[bb + 1] - blocks[bb]))
+        StripLikely(s.strips[bb], data + blocks[bb]))
       return;
 #endif
     PrefetchRows(data, scales, blocks[bb], blocks[bb + 1]);

@@ -332,7 +332,8 @@ const bool kAttention = register_property("SparseMlaAttention", "WithinTolerance
 
 // Requests in prefill: each token reads the window of its position (metadata.md §6: oldest first,
 // −1 at the end while the position is below Nw − 1) and a compressed set: C128A's entries
-// 0 .. (pos + 1) / 128 − 1 in order (§7), or C4A's 512 drawn at random. Positions mostly advance
+// 0 .. (pos + 1) / 128 − 1 in order (§7), C4A's 512 drawn at random, or C4A's identity rows
+// (indexer.md §5.2: entries 0 .. (pos + 1) / 4 − 1 in order, up to 512). Positions mostly advance
 // by one, sometimes stay or jump; some entries are non-finite or not bf16-exact. The tokens'
 // windows overlap, which the optimized driver may serve from rows decoded once for several
 // tokens (attention_hwy.cpp, RowStrip); every token's bytes must be those of the token alone.
@@ -356,7 +357,8 @@ std::ostream& operator<<(std::ostream& os, const RunOfTokensCase& c) {
 rc::Gen<RunOfTokensCase> gen_run_of_tokens_case() {
   return rc::gen::exec([] {
     RunOfTokensCase c;
-    // Tokens per request; 520 (one request of 16 heads, no C4A set): past a strip's 512 rows.
+    // Tokens per request; 520 (one request of 16 heads, no random C4A set): past a strip's 512
+    // rows, and C4A's identity rows past a block of 128.
     const int64_t n = *rc::gen::weightedElement<int64_t>({{8, 40}, {2, 120}, {1, 520}});
     const bool long_run = n > 120;
     c.requests = long_run ? 1 : *rc::gen::weightedElement<int64_t>({{3, 1}, {1, 2}});
@@ -365,8 +367,9 @@ rc::Gen<RunOfTokensCase> gen_run_of_tokens_case() {
     c.first = *rc::gen::weightedElement<int64_t>({{2, 0}, {2, 200}, {1, 90}});
     for (int64_t i = 0; i < c.requests * n; ++i)
       c.steps.push_back(*rc::gen::weightedElement<int64_t>({{60, 1}, {1, 0}, {1, 2}, {1, 5}}));
-    c.layer = long_run ? *rc::gen::element(Layer::swa, Layer::c128a)
-                       : *rc::gen::element(Layer::swa, Layer::c4a_random, Layer::c128a);
+    c.layer = long_run ? *rc::gen::element(Layer::swa, Layer::c4a_identity, Layer::c128a)
+                       : *rc::gen::element(Layer::swa, Layer::c4a_random, Layer::c4a_identity,
+                                           Layer::c128a);
     c.mode = *rc::gen::element(NopeDecode::exact, NopeDecode::vllm);
     c.values.q_exp = -4;
     c.values.edge_bytes = *rc::gen::weightedElement<bool>({{6, false}, {1, true}});
@@ -401,7 +404,7 @@ void run_of_tokens_property(const testing::Plan& plan) {
   std::iota(ctable.begin(), ctable.end(), 0);
   std::shuffle(wtable.begin(), wtable.end(), rng);
   std::shuffle(ctable.begin(), ctable.end(), rng);
-  const int64_t Nc = c.layer == Layer::swa ? 0 : c.layer == Layer::c4a_random ? 512 : cmax;
+  const int64_t Nc = c.layer == Layer::swa ? 0 : c.layer == Layer::c128a ? cmax : 512;
   std::vector<int64_t> wset, cset;
   std::vector<int64_t> pool(static_cast<size_t>(cmax));
   for (int64_t t = 0; t < T; ++t) {
@@ -416,7 +419,8 @@ void run_of_tokens_property(const testing::Plan& plan) {
     }
     for (int64_t o = 0; o < Nc; ++o) {
       const int64_t e = c.layer == Layer::c4a_random ? pool[size_t(o)] : o;
-      const bool valid = c.layer == Layer::c4a_random || o < (p + 1) / 128;
+      const bool valid = c.layer == Layer::c4a_random ||
+                         o < (p + 1) / (c.layer == Layer::c4a_identity ? 4 : 128);
       cset.push_back(valid ? ctable[size_t(r * cpages + e / Pc)] * Pc + e % Pc : -1);
     }
   }
