@@ -406,8 +406,7 @@ void StripPair(RowStrip& st, int64_t x) {
                    w + d / 64 * kStripVpBlock + d % 64);
 }
 
-// Whether a block of n entries may continue the strip (a cheap test of its first entry, for the
-// prefetch); `kernel` as for StripBlock.
+// Whether a block may continue the strip (a cheap test of its first entry, for the prefetch).
 bool StripLikely(const RowStrip& st, const uint8_t* const* data) {
   if (st.end == 0) return false;
   const int64_t k = st.begin + 1 < st.end ? st.begin + 1 : st.begin;
