@@ -86,12 +86,12 @@ inline constexpr int64_t kStripAppend = 4;
 // Rows 0 .. end − 1 decoded once for consecutive tokens. For a kernel, in its bf16 layouts: K rows
 // kKRow words apart as in a block's krows, and Vp twice (vp_block kStripVpBlock), copy c holding
 // the pairs of rows (2i + c, 2i + c + 1) below `end`, so that a block of rows starting at row k is
-// whole pairs of copy k % 2 from pair k / 2 (row `end` is zero and paired with the last row; the
-// pairs of both copies below row `clean`, which clear() keeps, are zero or pairs of rows decoded
-// before, so finite); for the fp32 products, as fp32 rows (`f`, kF32Row apart). `data`, `scales`
-// are the rows' entries; rows begin .. are the last block read here. `last` holds the entries of
-// the last block not read here: a block that continues it (the same entries, or shifted by one)
-// starts a strip.
+// whole pairs of copy k % 2 from pair k / 2 (after a block of odd n, row `end` is zero and paired
+// with the last row; the pairs of both copies below row `clean`, which clear() keeps, are zero or
+// pairs of rows decoded before, so finite); for the fp32 products, as fp32 rows (`f`, kF32Row
+// apart). `data`, `scales` are the rows' entries; rows begin .. are the last block read here.
+// `last` holds the entries of the last block not read here: a block that continues it (the same
+// entries, or shifted by one) starts a strip.
 struct RowStrip {
   ScratchBuffer<uint16_t> k;
   ScratchBuffer<uint32_t> vp;
@@ -444,9 +444,15 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
     if (DecodeBf16(kernel, data + j, scales + j, count, mode == NopeDecode::vllm,
                    st.k.p.get() + r * kKRow, vpairs) != Bf16Decode::ok)
       return false;
-    std::fill_n(st.k.p.get() + (r + count) * kKRow, kMlaDim, uint16_t{0});
-    for (int64_t x = std::max<int64_t>(r - 1, 0); x < r + count; ++x) StripPair(st, x);
+    for (int64_t x = std::max<int64_t>(r - 1, 0); x + 1 < r + count; ++x) StripPair(st, x);
     return true;
+  };
+  // For a kernel, a block of odd n (ending at row `end`) ends with the pair of its last row and a
+  // zero row `end`, which the next appended row replaces.
+  auto pair_last = [&] {
+    if (kernel == nullptr || n % 2 == 0) return;
+    std::fill_n(st.k.p.get() + st.end * kKRow, kMlaDim, uint16_t{0});
+    StripPair(st, st.end - 1);
   };
   auto same = [](const uint8_t* const* x, const uint8_t* const* y, const uint8_t* const* xs,
                  const uint8_t* const* ys, int64_t len) {
@@ -478,6 +484,7 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
       st.end = r + 1;
     }
     st.begin = k;
+    pair_last();
     return k;
   }
   // Not in the strip: a block continuing the last one not read here (or a strip that is full)
@@ -508,6 +515,7 @@ int64_t StripBlock(RowStrip& st, const AttentionKernel* kernel, const uint8_t* c
   std::copy(data, data + n, st.data.p.get());
   std::copy(scales, scales + n, st.scales.p.get());
   st.end = n;
+  pair_last();
   return 0;
 }
 #endif
